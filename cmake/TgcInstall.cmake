@@ -1,0 +1,1 @@
+# Installation and export of tgc::tgc (see tests/install for a downstream user).

@@ -1,0 +1,334 @@
+//===- TGOps.cpp - verifiers and scalar forms of `tg` ops -----------------===//
+#include "dialects/TG/IR/TGOps.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinTypes.h"
+
+#include <cmath>
+
+using namespace mlir;
+using namespace tgc::tg;
+
+//===----------------------------------------------------------------------===//
+// Helpers
+//===----------------------------------------------------------------------===//
+
+static Type elementTypeOf(Value v) {
+  return cast<ShapedType>(v.getType()).getElementType();
+}
+
+static bool isFloatOp(Operation *op) {
+  return isa<FloatType>(elementTypeOf(op->getResult(0)));
+}
+
+/// Ops that only make sense on floating-point tensors (import promotes
+/// integer inputs of `div`, `exp` etc. to the default float type first).
+static bool isFloatOnly(Operation *op) {
+  return isa<DivOp, ExpOp, LogOp, TanhOp, SigmoidOp, SqrtOp, RsqrtOp, ErfOp,
+             GeluOp>(op);
+}
+
+static LogicalResult verifyPointwise(Operation *op) {
+  if (isFloatOnly(op) && !isFloatOp(op))
+    return op->emitOpError("requires a floating-point element type, got ")
+           << elementTypeOf(op->getResult(0));
+  return success();
+}
+
+static Value floatConst(OpBuilder &b, Location loc, Type t, double v) {
+  return b.create<arith::ConstantOp>(loc, t, b.getFloatAttr(t, v));
+}
+
+static Value zeroOf(OpBuilder &b, Location loc, Type t) {
+  if (isa<FloatType>(t))
+    return floatConst(b, loc, t, 0.0);
+  return b.create<arith::ConstantOp>(loc, t, b.getIntegerAttr(t, 0));
+}
+
+//===----------------------------------------------------------------------===//
+// Pointwise verifiers
+//===----------------------------------------------------------------------===//
+
+#define TG_POINTWISE_VERIFY(OP)                                                \
+  LogicalResult OP::verify() { return verifyPointwise(getOperation()); }
+TG_POINTWISE_VERIFY(AddOp)
+TG_POINTWISE_VERIFY(SubOp)
+TG_POINTWISE_VERIFY(MulOp)
+TG_POINTWISE_VERIFY(DivOp)
+TG_POINTWISE_VERIFY(MaximumOp)
+TG_POINTWISE_VERIFY(MinimumOp)
+TG_POINTWISE_VERIFY(NegOp)
+TG_POINTWISE_VERIFY(ReluOp)
+TG_POINTWISE_VERIFY(ExpOp)
+TG_POINTWISE_VERIFY(LogOp)
+TG_POINTWISE_VERIFY(TanhOp)
+TG_POINTWISE_VERIFY(SigmoidOp)
+TG_POINTWISE_VERIFY(SqrtOp)
+TG_POINTWISE_VERIFY(RsqrtOp)
+TG_POINTWISE_VERIFY(AbsOp)
+TG_POINTWISE_VERIFY(ErfOp)
+#undef TG_POINTWISE_VERIFY
+
+LogicalResult GeluOp::verify() {
+  if (getApproximate() != "none" && getApproximate() != "tanh")
+    return emitOpError("approximate must be \"none\" or \"tanh\", got \"")
+           << getApproximate() << "\"";
+  return verifyPointwise(getOperation());
+}
+
+//===----------------------------------------------------------------------===//
+// Scalar forms
+//===----------------------------------------------------------------------===//
+
+Value AddOp::buildScalar(OpBuilder &b, Location loc, ValueRange v) {
+  Type t = v[0].getType();
+  if (isa<FloatType>(t))
+    return b.create<arith::AddFOp>(loc, v[0], v[1]);
+  if (t.isInteger(1))
+    return b.create<arith::OrIOp>(loc, v[0], v[1]);
+  return b.create<arith::AddIOp>(loc, v[0], v[1]);
+}
+
+Value SubOp::buildScalar(OpBuilder &b, Location loc, ValueRange v) {
+  if (isa<FloatType>(v[0].getType()))
+    return b.create<arith::SubFOp>(loc, v[0], v[1]);
+  return b.create<arith::SubIOp>(loc, v[0], v[1]);
+}
+
+Value MulOp::buildScalar(OpBuilder &b, Location loc, ValueRange v) {
+  Type t = v[0].getType();
+  if (isa<FloatType>(t))
+    return b.create<arith::MulFOp>(loc, v[0], v[1]);
+  if (t.isInteger(1))
+    return b.create<arith::AndIOp>(loc, v[0], v[1]);
+  return b.create<arith::MulIOp>(loc, v[0], v[1]);
+}
+
+Value DivOp::buildScalar(OpBuilder &b, Location loc, ValueRange v) {
+  return b.create<arith::DivFOp>(loc, v[0], v[1]);
+}
+
+Value MaximumOp::buildScalar(OpBuilder &b, Location loc, ValueRange v) {
+  if (isa<FloatType>(v[0].getType()))
+    return b.create<arith::MaximumFOp>(loc, v[0], v[1]);
+  return b.create<arith::MaxSIOp>(loc, v[0], v[1]);
+}
+
+Value MinimumOp::buildScalar(OpBuilder &b, Location loc, ValueRange v) {
+  if (isa<FloatType>(v[0].getType()))
+    return b.create<arith::MinimumFOp>(loc, v[0], v[1]);
+  return b.create<arith::MinSIOp>(loc, v[0], v[1]);
+}
+
+Value NegOp::buildScalar(OpBuilder &b, Location loc, ValueRange v) {
+  if (isa<FloatType>(v[0].getType()))
+    return b.create<arith::NegFOp>(loc, v[0]);
+  return b.create<arith::SubIOp>(loc, zeroOf(b, loc, v[0].getType()), v[0]);
+}
+
+Value ReluOp::buildScalar(OpBuilder &b, Location loc, ValueRange v) {
+  Value zero = zeroOf(b, loc, v[0].getType());
+  if (isa<FloatType>(v[0].getType()))
+    return b.create<arith::MaximumFOp>(loc, v[0], zero); // relu(NaN) = NaN
+  return b.create<arith::MaxSIOp>(loc, v[0], zero);
+}
+
+Value ExpOp::buildScalar(OpBuilder &b, Location loc, ValueRange v) {
+  return b.create<math::ExpOp>(loc, v[0]);
+}
+Value LogOp::buildScalar(OpBuilder &b, Location loc, ValueRange v) {
+  return b.create<math::LogOp>(loc, v[0]);
+}
+Value TanhOp::buildScalar(OpBuilder &b, Location loc, ValueRange v) {
+  return b.create<math::TanhOp>(loc, v[0]);
+}
+Value SqrtOp::buildScalar(OpBuilder &b, Location loc, ValueRange v) {
+  return b.create<math::SqrtOp>(loc, v[0]);
+}
+Value RsqrtOp::buildScalar(OpBuilder &b, Location loc, ValueRange v) {
+  return b.create<math::RsqrtOp>(loc, v[0]);
+}
+Value ErfOp::buildScalar(OpBuilder &b, Location loc, ValueRange v) {
+  return b.create<math::ErfOp>(loc, v[0]);
+}
+
+Value AbsOp::buildScalar(OpBuilder &b, Location loc, ValueRange v) {
+  if (isa<FloatType>(v[0].getType()))
+    return b.create<math::AbsFOp>(loc, v[0]);
+  return b.create<math::AbsIOp>(loc, v[0]);
+}
+
+Value SigmoidOp::buildScalar(OpBuilder &b, Location loc, ValueRange v) {
+  Type t = v[0].getType();
+  Value e = b.create<math::ExpOp>(loc, b.create<arith::NegFOp>(loc, v[0]));
+  Value one = floatConst(b, loc, t, 1.0);
+  return b.create<arith::DivFOp>(loc, one, b.create<arith::AddFOp>(loc, one, e));
+}
+
+Value GeluOp::buildScalar(OpBuilder &b, Location loc, ValueRange v) {
+  Type t = v[0].getType();
+  Value x = v[0];
+  Value half = floatConst(b, loc, t, 0.5);
+  Value one = floatConst(b, loc, t, 1.0);
+  Value inner;
+  if (getApproximate() == "tanh") {
+    // 0.5 * x * (1 + tanh(sqrt(2/pi) * (x + 0.044715 * x^3)))
+    Value x3 = b.create<arith::MulFOp>(loc, x, b.create<arith::MulFOp>(loc, x, x));
+    Value poly = b.create<arith::AddFOp>(
+        loc, x, b.create<arith::MulFOp>(loc, floatConst(b, loc, t, 0.044715), x3));
+    Value k = floatConst(b, loc, t, std::sqrt(2.0 / M_PI));
+    inner = b.create<math::TanhOp>(loc, b.create<arith::MulFOp>(loc, k, poly));
+  } else {
+    // 0.5 * x * (1 + erf(x / sqrt(2)))
+    Value k = floatConst(b, loc, t, M_SQRT1_2);
+    inner = b.create<math::ErfOp>(loc, b.create<arith::MulFOp>(loc, x, k));
+  }
+  Value hx = b.create<arith::MulFOp>(loc, half, x);
+  return b.create<arith::MulFOp>(loc, hx, b.create<arith::AddFOp>(loc, one, inner));
+}
+
+//===----------------------------------------------------------------------===//
+// CastOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult CastOp::verify() {
+  auto ok = [](Type t) { return isa<FloatType>(t) || isa<IntegerType>(t); };
+  if (!ok(elementTypeOf(getInput())) || !ok(elementTypeOf(getResult())))
+    return emitOpError("casts only between integer and float element types");
+  return success();
+}
+
+Value CastOp::buildScalar(OpBuilder &b, Location loc, ValueRange v) {
+  Value x = v[0];
+  Type from = x.getType(), to = elementTypeOf(getResult());
+  if (from == to)
+    return x;
+  if (to.isInteger(1)) { // ATen: anything -> bool is `x != 0`
+    if (isa<FloatType>(from))
+      return b.create<arith::CmpFOp>(loc, arith::CmpFPredicate::UNE, x,
+                                     zeroOf(b, loc, from));
+    return b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::ne, x,
+                                   zeroOf(b, loc, from));
+  }
+  auto fFrom = dyn_cast<FloatType>(from), fTo = dyn_cast<FloatType>(to);
+  if (fFrom && fTo)
+    return fFrom.getWidth() < fTo.getWidth()
+               ? b.create<arith::ExtFOp>(loc, to, x).getResult()
+               : b.create<arith::TruncFOp>(loc, to, x).getResult();
+  if (fTo)
+    return from.isInteger(1) ? b.create<arith::UIToFPOp>(loc, to, x).getResult()
+                             : b.create<arith::SIToFPOp>(loc, to, x).getResult();
+  if (fFrom)
+    return b.create<arith::FPToSIOp>(loc, to, x);
+  unsigned wFrom = from.getIntOrFloatBitWidth(), wTo = to.getIntOrFloatBitWidth();
+  if (wFrom < wTo)
+    return from.isInteger(1) ? b.create<arith::ExtUIOp>(loc, to, x).getResult()
+                             : b.create<arith::ExtSIOp>(loc, to, x).getResult();
+  return b.create<arith::TruncIOp>(loc, to, x);
+}
+
+//===----------------------------------------------------------------------===//
+// ConstantOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult ConstantOp::verify() {
+  auto valueType = cast<ShapedType>(getValue().getType());
+  if (valueType != getResult().getType())
+    return emitOpError("value type ")
+           << valueType << " does not match result type "
+           << getResult().getType();
+  return success();
+}
+
+OpFoldResult ConstantOp::fold(FoldAdaptor) { return getValue(); }
+
+//===----------------------------------------------------------------------===//
+// BroadcastOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult BroadcastOp::verify() {
+  auto in = cast<RankedTensorType>(getInput().getType());
+  auto out = cast<RankedTensorType>(getResult().getType());
+  if (in.getElementType() != out.getElementType())
+    return emitOpError("element types differ: ")
+           << in.getElementType() << " vs " << out.getElementType();
+  if (in.getRank() > out.getRank())
+    return emitOpError("cannot broadcast rank ")
+           << in.getRank() << " to lower rank " << out.getRank();
+  int64_t lead = out.getRank() - in.getRank();
+  for (int64_t i = 0; i < in.getRank(); ++i) {
+    int64_t a = in.getDimSize(i), r = out.getDimSize(lead + i);
+    if (a != 1 && a != r)
+      return emitOpError("input dimension ")
+             << i << " has size " << a << ", which cannot broadcast to " << r;
+  }
+  return success();
+}
+
+AffineMap BroadcastOp::getInputMap() {
+  auto in = cast<RankedTensorType>(getInput().getType());
+  auto out = cast<RankedTensorType>(getResult().getType());
+  int64_t lead = out.getRank() - in.getRank();
+  SmallVector<AffineExpr> exprs;
+  for (int64_t i = 0; i < in.getRank(); ++i) {
+    bool stretched = in.getDimSize(i) == 1 && out.getDimSize(lead + i) != 1;
+    exprs.push_back(stretched ? getAffineConstantExpr(0, getContext())
+                              : getAffineDimExpr(lead + i, getContext()));
+  }
+  return AffineMap::get(out.getRank(), 0, exprs, getContext());
+}
+
+//===----------------------------------------------------------------------===//
+// ExternOp
+//===----------------------------------------------------------------------===//
+
+static LogicalResult verifyExternArg(ExternOp op, Attribute a,
+                                     SmallVectorImpl<bool> &used) {
+  if (auto ref = dyn_cast<OperandRefAttr>(a)) {
+    if (ref.getIndex() < 0 || ref.getIndex() >= (int64_t)used.size())
+      return op.emitOpError("argument refers to operand ")
+             << ref.getIndex() << " but the call has " << used.size();
+    used[ref.getIndex()] = true;
+    return success();
+  }
+  if (auto list = dyn_cast<ArrayAttr>(a)) {
+    for (Attribute e : list)
+      if (failed(verifyExternArg(op, e, used)))
+        return failure();
+    return success();
+  }
+  if (isa<UnitAttr, BoolAttr, IntegerAttr, FloatAttr, StringAttr,
+          DenseI64ArrayAttr, DenseF64ArrayAttr, DeviceAttr>(a))
+    return success();
+  return op.emitOpError("unsupported argument attribute ") << a;
+}
+
+LogicalResult ExternOp::verify() {
+  if (!getCallee().contains("::"))
+    return emitOpError("callee must be a qualified ATen name such as "
+                       "\"aten::mm\", got \"")
+           << getCallee() << "\"";
+  SmallVector<bool> used(getInputs().size(), false);
+  for (Attribute a : getArgs())
+    if (failed(verifyExternArg(*this, a, used)))
+      return failure();
+  for (auto [i, u] : llvm::enumerate(used))
+    if (!u)
+      return emitOpError("operand ") << i << " is not passed to the callee";
+  if (getResultStrides().size() != getNumResults())
+    return emitOpError("has ") << getResultStrides().size()
+                               << " result_strides entries for "
+                               << getNumResults() << " results";
+  for (auto [s, r] : llvm::zip(getResultStrides(), getResults())) {
+    auto strides = dyn_cast<DenseI64ArrayAttr>(s);
+    if (!strides || strides.size() != cast<ShapedType>(r.getType()).getRank())
+      return emitOpError("result_strides entries must be i64 arrays of the "
+                         "result's rank");
+  }
+  return success();
+}
+
+#define GET_OP_CLASSES
+#include "dialects/TG/IR/TGOps.cpp.inc"

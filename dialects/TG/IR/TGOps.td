@@ -1,0 +1,248 @@
+//===- TGOps.td - the `tg` tensor graph dialect -----------*- tablegen -*-===//
+//
+// `tg` holds value-semantic tensor ops at roughly Core-ATen level. Import
+// makes broadcasting and type promotion explicit, so every op here sees
+// operands of one shape and one element type and the verifiers stay strict.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TG_OPS_TD
+#define TG_OPS_TD
+
+include "mlir/IR/OpBase.td"
+include "mlir/IR/AttrTypeBase.td"
+include "mlir/IR/BuiltinAttributeInterfaces.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+include "mlir/Interfaces/InferTypeOpInterface.td"
+
+//===----------------------------------------------------------------------===//
+// Dialect
+//===----------------------------------------------------------------------===//
+
+def TG_Dialect : Dialect {
+  let name = "tg";
+  let cppNamespace = "::tgc::tg";
+  let summary = "Value-semantic tensor graph captured from ATen.";
+  let description = [{
+    The `tg` dialect is what capture imports into: one `func.func` per
+    captured segment, over statically shaped ranked tensors. Pointwise ops
+    implement `ScalarizableOpInterface` so fusion can rebuild them as scalar
+    `arith`/`math` code inside a `tgk.kernel`; ops tgc does not lower itself
+    stay `tg.extern` calls into ATen.
+  }];
+  let useDefaultAttributePrinterParser = 1;
+  let dependentDialects = ["::mlir::arith::ArithDialect", "::mlir::math::MathDialect"];
+}
+
+//===----------------------------------------------------------------------===//
+// Attributes
+//===----------------------------------------------------------------------===//
+
+def TG_OperandRefAttr : AttrDef<TG_Dialect, "OperandRef"> {
+  let mnemonic = "operand";
+  let summary = "Marks an argument of a `tg.extern` call as its N-th tensor operand.";
+  let parameters = (ins "int64_t":$index);
+  let assemblyFormat = "`<` $index `>`";
+}
+
+def TG_DeviceAttr : AttrDef<TG_Dialect, "Device"> {
+  let mnemonic = "device";
+  let summary = "A torch device (`cpu`, `cuda:0`) passed to a `tg.extern` call.";
+  let parameters = (ins StringRefParameter<"device string">:$name);
+  let assemblyFormat = "`<` $name `>`";
+}
+
+//===----------------------------------------------------------------------===//
+// Interfaces
+//===----------------------------------------------------------------------===//
+
+def TG_ScalarizableOpInterface : OpInterface<"ScalarizableOpInterface"> {
+  let cppNamespace = "::tgc::tg";
+  let description = [{
+    A pointwise op that can rebuild itself on scalars: given one scalar per
+    operand (already of the operand's element type), build the `arith`/`math`
+    ops computing one result element. Fusion uses this to form kernel bodies.
+  }];
+  let methods = [
+    InterfaceMethod<"Builds the scalar computation of one result element.",
+      "::mlir::Value", "buildScalar",
+      (ins "::mlir::OpBuilder &":$b, "::mlir::Location":$loc,
+           "::mlir::ValueRange":$operands)>
+  ];
+}
+
+//===----------------------------------------------------------------------===//
+// Base classes
+//===----------------------------------------------------------------------===//
+
+class TG_Op<string mnemonic, list<Trait> traits = []>
+    : Op<TG_Dialect, mnemonic, traits>;
+
+def TG_StaticTensor : StaticShapeTensorOf<[AnyType]>;
+
+// Pointwise ops: same shape and element type for all operands and the result.
+class TG_PointwiseOp<string mnemonic, int arity, list<Trait> traits = []>
+    : TG_Op<mnemonic, !listconcat(traits, [Pure, Elementwise,
+        SameOperandsAndResultType,
+        DeclareOpInterfaceMethods<TG_ScalarizableOpInterface>])> {
+  let hasVerifier = 1;
+}
+
+class TG_UnaryOp<string mnemonic, string desc> : TG_PointwiseOp<mnemonic, 1> {
+  let summary = "elementwise " # desc;
+  let description = "Computes " # desc # [{ of each element.
+
+    ```mlir
+    %y = tg.}] # mnemonic # [{ %x : tensor<4x8xf32>
+    ```
+  }];
+  let arguments = (ins TG_StaticTensor:$input);
+  let results = (outs TG_StaticTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($result)";
+}
+
+class TG_BinaryOp<string mnemonic, string desc> : TG_PointwiseOp<mnemonic, 2> {
+  let summary = "elementwise " # desc;
+  let description = "Computes " # desc # [{ elementwise. Operands were
+    broadcast and promoted at import, so both have the result's type.
+
+    ```mlir
+    %z = tg.}] # mnemonic # [{ %x, %y : tensor<4x8xf32>
+    ```
+  }];
+  let arguments = (ins TG_StaticTensor:$lhs, TG_StaticTensor:$rhs);
+  let results = (outs TG_StaticTensor:$result);
+  let assemblyFormat = "$lhs `,` $rhs attr-dict `:` type($result)";
+}
+
+//===----------------------------------------------------------------------===//
+// Pointwise ops
+//===----------------------------------------------------------------------===//
+
+def TG_AddOp : TG_BinaryOp<"add", "addition">;
+def TG_SubOp : TG_BinaryOp<"sub", "subtraction">;
+def TG_MulOp : TG_BinaryOp<"mul", "multiplication">;
+def TG_DivOp : TG_BinaryOp<"div", "true division">;
+def TG_MaximumOp : TG_BinaryOp<"maximum", "the maximum (NaN-propagating)">;
+def TG_MinimumOp : TG_BinaryOp<"minimum", "the minimum (NaN-propagating)">;
+
+def TG_NegOp : TG_UnaryOp<"neg", "the negation">;
+def TG_ReluOp : TG_UnaryOp<"relu", "max(x, 0) (NaN-propagating)">;
+def TG_ExpOp : TG_UnaryOp<"exp", "the exponential">;
+def TG_LogOp : TG_UnaryOp<"log", "the natural logarithm">;
+def TG_TanhOp : TG_UnaryOp<"tanh", "the hyperbolic tangent">;
+def TG_SigmoidOp : TG_UnaryOp<"sigmoid", "the logistic sigmoid">;
+def TG_SqrtOp : TG_UnaryOp<"sqrt", "the square root">;
+def TG_RsqrtOp : TG_UnaryOp<"rsqrt", "the reciprocal square root">;
+def TG_AbsOp : TG_UnaryOp<"abs", "the absolute value">;
+def TG_ErfOp : TG_UnaryOp<"erf", "the error function">;
+
+def TG_GeluOp : TG_PointwiseOp<"gelu", 1> {
+  let summary = "elementwise GELU";
+  let description = [{
+    Gaussian error linear unit, `x * Phi(x)`. `approximate` is `"none"` (exact,
+    through erf) or `"tanh"`, as in `torch.nn.functional.gelu`.
+
+    ```mlir
+    %y = tg.gelu %x {approximate = "tanh"} : tensor<4x8xf32>
+    ```
+  }];
+  let arguments = (ins TG_StaticTensor:$input,
+                       DefaultValuedStrAttr<StrAttr, "none">:$approximate);
+  let results = (outs TG_StaticTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($result)";
+}
+
+def TG_CastOp : TG_Op<"cast", [Pure, Elementwise, SameOperandsAndResultShape,
+    DeclareOpInterfaceMethods<TG_ScalarizableOpInterface>]> {
+  let summary = "elementwise element-type conversion";
+  let description = [{
+    Converts each element to the result's element type with ATen's rules
+    (float to integer truncates toward zero; anything to i1 tests `!= 0`).
+
+    ```mlir
+    %y = tg.cast %x : tensor<4xi64> -> tensor<4xf32>
+    ```
+  }];
+  let arguments = (ins TG_StaticTensor:$input);
+  let results = (outs TG_StaticTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Constants and layout
+//===----------------------------------------------------------------------===//
+
+def TG_ConstantOp : TG_Op<"constant", [Pure, ConstantLike,
+    TypesMatchWith<"result type matches value", "value", "result",
+                   "$_self">]> {
+  let summary = "a constant tensor";
+  let description = [{
+    A constant tensor; scalars captured from the program (the `1` in
+    `x + 1`) are 0-d constants that fusion folds into kernel bodies.
+
+    ```mlir
+    %c = tg.constant dense<1.0> : tensor<f32>
+    ```
+  }];
+  let arguments = (ins ElementsAttr:$value);
+  let results = (outs TG_StaticTensor:$result);
+  let assemblyFormat = "$value attr-dict";
+  let hasVerifier = 1;
+  let hasFolder = 1;
+}
+
+def TG_BroadcastOp : TG_Op<"broadcast", [Pure]> {
+  let summary = "numpy-style broadcast to a larger shape";
+  let description = [{
+    Broadcasts `input` to the result shape with ATen's rules: dimensions are
+    aligned from the right, and each input dimension is 1 or equal to the
+    result's. Element types must match.
+
+    ```mlir
+    %y = tg.broadcast %x : tensor<8xf32> -> tensor<4x8xf32>
+    ```
+  }];
+  let arguments = (ins TG_StaticTensor:$input);
+  let results = (outs TG_StaticTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// The affine map from result indices to input indices (broadcast
+    /// dimensions read index 0).
+    ::mlir::AffineMap getInputMap();
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// Extern calls
+//===----------------------------------------------------------------------===//
+
+def TG_ExternOp : TG_Op<"extern", []> {
+  let summary = "a call of an ATen operator that tgc does not lower itself";
+  let description = [{
+    Calls the ATen operator `callee` (`aten::name.overload`) through the
+    dispatcher at run time. `args` lists every schema argument in order:
+    `#tg.operand<N>` is the N-th tensor operand, an array of them a tensor
+    list, `unit` is None, and integers, floats, booleans, strings, i64 arrays
+    and `#tg.device<...>` are the other values. `result_strides` is the
+    layout each result must have (the one ATen's Meta kernel predicted);
+    the runtime enforces it.
+
+    ```mlir
+    %y = tg.extern "aten::mm"(%a, %b) {args = [#tg.operand<0>, #tg.operand<1>],
+           result_strides = [array<i64: 8, 1>]}
+           : (tensor<4x3xf32>, tensor<3x8xf32>) -> tensor<4x8xf32>
+    ```
+  }];
+  let arguments = (ins StrAttr:$callee, Variadic<TG_StaticTensor>:$inputs,
+                       ArrayAttr:$args, ArrayAttr:$result_strides);
+  let results = (outs Variadic<TG_StaticTensor>:$results);
+  let assemblyFormat = [{
+    $callee `(` $inputs `)` attr-dict `:` functional-type($inputs, $results)
+  }];
+  let hasVerifier = 1;
+}
+
+#endif // TG_OPS_TD

@@ -1,0 +1,127 @@
+//===- TGKDialect.cpp - the `tgk` dialect, its ops and verifiers ----------===//
+#include "dialects/TGK/IR/TGKDialect.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/DialectImplementation.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+using namespace mlir;
+using namespace tgc::tgk;
+
+#include "dialects/TGK/IR/TGKDialect.cpp.inc"
+
+#define GET_ATTRDEF_CLASSES
+#include "dialects/TGK/IR/TGKAttrs.cpp.inc"
+
+void TGKDialect::initialize() {
+  addOperations<
+#define GET_OP_LIST
+#include "dialects/TGK/IR/TGKOps.cpp.inc"
+      >();
+  addAttributes<
+#define GET_ATTRDEF_LIST
+#include "dialects/TGK/IR/TGKAttrs.cpp.inc"
+      >();
+}
+
+LogicalResult
+ScheduleAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                     StringRef kind, int64_t block, int64_t vector,
+                     int64_t warps) {
+  if (!llvm::is_contained({"pointwise", "reduction", "persistent-row",
+                           "matmul-template"},
+                          kind))
+    return emitError() << "unknown kernel kind \"" << kind << "\"";
+  if (block <= 0 || vector <= 0 || warps <= 0)
+    return emitError() << "block, vector and warps must be positive";
+  if (!llvm::isPowerOf2_64(vector))
+    return emitError() << "vector width must be a power of two, got " << vector;
+  return success();
+}
+
+void KernelOp::build(OpBuilder &b, OperationState &state, TypeRange results,
+                     StringRef name, ValueRange inputs,
+                     ArrayRef<int64_t> iterationShape, ArrayRef<AffineMap> maps,
+                     ArrayAttr inputStrides, ArrayAttr resultStrides) {
+  state.addOperands(inputs);
+  state.addTypes(results);
+  state.addAttribute(getSymNameAttrName(state.name), b.getStringAttr(name));
+  state.addAttribute(getIterationShapeAttrName(state.name),
+                     b.getDenseI64ArrayAttr(iterationShape));
+  state.addAttribute(getIndexingMapsAttrName(state.name),
+                     b.getAffineMapArrayAttr(maps));
+  state.addAttribute(getInputStridesAttrName(state.name), inputStrides);
+  state.addAttribute(getResultStridesAttrName(state.name), resultStrides);
+  state.addRegion();
+}
+
+int64_t KernelOp::getNumIterations() {
+  int64_t n = 1;
+  for (int64_t d : getIterationShape())
+    n *= d;
+  return n;
+}
+
+static LogicalResult verifyStrides(KernelOp op, ArrayAttr strides,
+                                   TypeRange types, StringRef what) {
+  if (strides.size() != types.size())
+    return op.emitOpError() << "has " << strides.size() << " " << what
+                            << " entries for " << types.size() << " buffers";
+  for (auto [s, t] : llvm::zip(strides, types)) {
+    auto arr = dyn_cast<DenseI64ArrayAttr>(s);
+    if (!arr || arr.size() != cast<ShapedType>(t).getRank())
+      return op.emitOpError() << what << " entries must be i64 arrays of the "
+                                         "buffer's rank";
+  }
+  return success();
+}
+
+LogicalResult KernelOp::verify() {
+  ArrayRef<int64_t> shape = getIterationShape();
+  if (getIndexingMaps().size() != getInputs().size())
+    return emitOpError("has ") << getIndexingMaps().size()
+                               << " indexing maps for " << getInputs().size()
+                               << " inputs";
+  for (auto [i, m] : llvm::enumerate(getIndexingMaps().getAsValueRange<AffineMapAttr>())) {
+    auto t = cast<ShapedType>(getInputs()[i].getType());
+    if (m.getNumDims() != shape.size() || m.getNumResults() != t.getRank())
+      return emitOpError("indexing map ")
+             << i << " must map " << shape.size() << " iteration dims to the "
+             << t.getRank() << " dims of input " << i;
+  }
+  for (Type t : getResultTypes())
+    if (cast<ShapedType>(t).getShape() != shape)
+      return emitOpError("result type ")
+             << t << " does not have the iteration shape";
+  if (failed(verifyStrides(*this, getInputStrides(), getInputs().getTypes(),
+                           "input_strides")) ||
+      failed(verifyStrides(*this, getResultStrides(), getResultTypes(),
+                           "result_strides")))
+    return failure();
+  return success();
+}
+
+LogicalResult KernelOp::verifyRegions() {
+  Block &body = getBody().front();
+  if (body.getNumArguments() != getInputs().size())
+    return emitOpError("body takes ") << body.getNumArguments()
+                                      << " scalars for " << getInputs().size()
+                                      << " inputs";
+  for (auto [arg, in] : llvm::zip(body.getArguments(), getInputs()))
+    if (arg.getType() != cast<ShapedType>(in.getType()).getElementType())
+      return emitOpError("body argument type ")
+             << arg.getType() << " does not match input element type";
+  auto yield = cast<YieldOp>(body.getTerminator());
+  if (yield.getValues().size() != getNumResults())
+    return emitOpError("yields ") << yield.getValues().size()
+                                  << " values for " << getNumResults()
+                                  << " results";
+  for (auto [v, r] : llvm::zip(yield.getValues(), getResultTypes()))
+    if (v.getType() != cast<ShapedType>(r).getElementType())
+      return emitOpError("yielded type ")
+             << v.getType() << " does not match result element type";
+  return success();
+}
+
+#define GET_OP_CLASSES
+#include "dialects/TGK/IR/TGKOps.cpp.inc"

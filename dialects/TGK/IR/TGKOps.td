@@ -1,0 +1,119 @@
+//===- TGKOps.td - the `tgk` kernel dialect ---------------*- tablegen -*-===//
+//
+// `tgk` is what codegen reads: one `tgk.kernel` per fused group, its body a
+// scalar computation in upstream `arith`/`math`, its iteration space, operand
+// indexing and memory layouts explicit, and its schedule attached.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TGK_OPS_TD
+#define TGK_OPS_TD
+
+include "mlir/IR/OpBase.td"
+include "mlir/IR/AttrTypeBase.td"
+include "mlir/IR/BuiltinAttributes.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+
+def TGK_Dialect : Dialect {
+  let name = "tgk";
+  let cppNamespace = "::tgc::tgk";
+  let summary = "Fused kernels with schedules, ready for code generation.";
+  let description = [{
+    A `tgk.kernel` is one launch: a loop nest over `iteration_shape` whose
+    body computes one element of every result from one element of every
+    input. Codegen emits CUDA C++ and C++ from it and reads nothing else.
+  }];
+  let useDefaultAttributePrinterParser = 1;
+  let dependentDialects = ["::mlir::arith::ArithDialect", "::mlir::math::MathDialect"];
+}
+
+def TGK_ScheduleAttr : AttrDef<TGK_Dialect, "Schedule"> {
+  let mnemonic = "schedule";
+  let summary = "How a kernel is launched and tiled.";
+  let description = [{
+    `kind` is one of `pointwise`, `reduction`, `persistent-row` or
+    `matmul-template`; `block` is threads per block on CUDA (and the chunk
+    per OpenMP task on the CPU); `vector` the elements each thread loads at
+    once; `warps` the warps per block.
+
+    ```mlir
+    #tgk.schedule<kind = "pointwise", block = 256, vector = 4, warps = 8>
+    ```
+  }];
+  let parameters = (ins StringRefParameter<"kernel kind">:$kind,
+                        "int64_t":$block, "int64_t":$vector, "int64_t":$warps);
+  let assemblyFormat = "`<` struct(params) `>`";
+  let genVerifyDecl = 1;
+}
+
+class TGK_Op<string mnemonic, list<Trait> traits = []>
+    : Op<TGK_Dialect, mnemonic, traits>;
+
+def TGK_KernelOp : TGK_Op<"kernel", [Pure, IsolatedFromAbove,
+    SingleBlockImplicitTerminator<"YieldOp">]> {
+  let summary = "one fused kernel over a static iteration space";
+  let description = [{
+    Computes every result over `iteration_shape`. The body block takes one
+    scalar per input, read at `indexing_maps[i]` (a map from iteration
+    indices to the input's indices; a constant 0 is a broadcast dimension),
+    and yields one scalar per result, written at the iteration index.
+    `input_strides`/`result_strides` are the element strides of each buffer
+    in memory, so non-contiguous inputs are read in place. `schedule` is set
+    by `tgk-schedule`.
+
+    ```mlir
+    %r = tgk.kernel "k0" ins(%a, %b : tensor<4x8xf32>, tensor<8xf32>) {
+        iteration_shape = array<i64: 4, 8>,
+        indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>,
+                         affine_map<(d0, d1) -> (d1)>],
+        input_strides = [array<i64: 8, 1>, array<i64: 1>],
+        result_strides = [array<i64: 8, 1>]} -> tensor<4x8xf32> {
+    ^bb0(%x: f32, %y: f32):
+      %s = arith.mulf %x, %y : f32
+      tgk.yield %s : f32
+    }
+    ```
+  }];
+  let arguments = (ins StrAttr:$sym_name, Variadic<AnyRankedTensor>:$inputs,
+                       DenseI64ArrayAttr:$iteration_shape,
+                       AffineMapArrayAttr:$indexing_maps,
+                       ArrayAttr:$input_strides, ArrayAttr:$result_strides,
+                       OptionalAttr<TGK_ScheduleAttr>:$schedule);
+  let results = (outs Variadic<AnyRankedTensor>:$results);
+  let regions = (region SizedRegion<1>:$body);
+  let assemblyFormat = [{
+    $sym_name `ins` `(` $inputs `:` type($inputs) `)` attr-dict
+    `->` type($results) $body
+  }];
+  let hasVerifier = 1;
+  let hasRegionVerifier = 1;
+  let skipDefaultBuilders = 1;
+  let builders = [
+    OpBuilder<(ins "::mlir::TypeRange":$results, "::llvm::StringRef":$name,
+                   "::mlir::ValueRange":$inputs,
+                   "::llvm::ArrayRef<int64_t>":$iterationShape,
+                   "::llvm::ArrayRef<::mlir::AffineMap>":$maps,
+                   "::mlir::ArrayAttr":$inputStrides,
+                   "::mlir::ArrayAttr":$resultStrides)>
+  ];
+  let extraClassDeclaration = [{
+    /// Number of elements in the iteration space.
+    int64_t getNumIterations();
+  }];
+}
+
+def TGK_YieldOp : TGK_Op<"yield", [Pure, Terminator, HasParent<"KernelOp">]> {
+  let summary = "yields one element of each kernel result";
+  let description = [{
+    Terminates a `tgk.kernel` body with one scalar per result.
+
+    ```mlir
+    tgk.yield %s : f32
+    ```
+  }];
+  let arguments = (ins Variadic<AnyType>:$values);
+  let builders = [OpBuilder<(ins), [{ build($_builder, $_state, ::mlir::ValueRange()); }]>];
+  let assemblyFormat = "($values^ `:` type($values))? attr-dict";
+}
+
+#endif // TGK_OPS_TD

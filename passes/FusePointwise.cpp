@@ -1,0 +1,262 @@
+//===- FusePointwise.cpp - pointwise chains into tgk.kernel ---------------===//
+#include "passes/Passes.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/IRMapping.h"
+#include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/MapVector.h"
+
+namespace tgc {
+#define GEN_PASS_DEF_FUSEPOINTWISE
+#include "passes/Passes.h.inc"
+} // namespace tgc
+
+using namespace mlir;
+using namespace tgc;
+
+namespace {
+
+/// One fusion group: pointwise ops of one iteration shape, in program order.
+struct Group {
+  SmallVector<Operation *> members;
+  llvm::DenseSet<Operation *> memberSet;
+};
+
+/// A 0-d or splat constant, which a kernel body can rebuild as a scalar.
+static std::optional<Attribute> splatValue(Value v) {
+  auto c = v.getDefiningOp<tg::ConstantOp>();
+  if (!c)
+    return std::nullopt;
+  auto dense = dyn_cast<DenseElementsAttr>(c.getValue());
+  if (!dense || !dense.isSplat())
+    return std::nullopt;
+  return dense.getSplatValue<Attribute>();
+}
+
+/// Follows broadcasts back to the buffer a kernel input really reads and
+/// returns it with the composed iteration-to-buffer map.
+static std::pair<Value, AffineMap> traceBroadcasts(Value v, AffineMap map) {
+  while (auto b = v.getDefiningOp<tg::BroadcastOp>()) {
+    map = b.getInputMap().compose(map);
+    v = b.getInput();
+  }
+  return {v, map};
+}
+
+class FusePointwisePass
+    : public tgc::impl::FusePointwiseBase<FusePointwisePass> {
+public:
+  void runOnOperation() override;
+
+private:
+  bool canJoin(Group &g, Operation *p, DenseMap<Operation *, unsigned> &pos);
+  void buildKernel(Group &g, unsigned index);
+  void materializeBroadcasts(unsigned &counter);
+};
+
+} // namespace
+
+static bool isFusible(Operation *op) {
+  return isa<tg::ScalarizableOpInterface>(op);
+}
+
+static ArrayRef<int64_t> shapeOf(Operation *op) {
+  return cast<ShapedType>(op->getResult(0).getType()).getShape();
+}
+
+/// Whether `p` may join `g`: every non-member use of a member's result comes
+/// after `p`, and no mutating extern sits between the group and `p`.
+bool FusePointwisePass::canJoin(Group &g, Operation *p,
+                                DenseMap<Operation *, unsigned> &pos) {
+  unsigned first = pos[g.members.front()], at = pos[p];
+  for (Operation *m : g.members)
+    for (Operation *user : m->getUsers())
+      if (user != p && !g.memberSet.contains(user) && pos[user] < at)
+        return false;
+  for (Operation *op = g.members.front(); op != p; op = op->getNextNode())
+    if (isa<tg::ExternOp>(op) && op->hasAttr("mutates") && pos[op] > first)
+      return false;
+  return true;
+}
+
+void FusePointwisePass::runOnOperation() {
+  func::FuncOp fn = getOperation();
+  DenseMap<Operation *, unsigned> pos;
+  unsigned n = 0;
+  fn.walk([&](Operation *op) { pos[op] = n++; });
+
+  std::vector<std::unique_ptr<Group>> groups;
+  DenseMap<Operation *, Group *> groupOf;
+  for (Operation &opRef : fn.getBody().front()) {
+    Operation *p = &opRef;
+    if (!isFusible(p))
+      continue;
+    // Producer groups of the same shape that p can join, merged into one.
+    SmallVector<Group *> joinable;
+    for (Value operand : p->getOperands()) {
+      Operation *def = operand.getDefiningOp();
+      Group *g = def ? groupOf.lookup(def) : nullptr;
+      if (g && shapeOf(def) == shapeOf(p) && !llvm::is_contained(joinable, g) &&
+          canJoin(*g, p, pos))
+        joinable.push_back(g);
+    }
+    Group *target;
+    if (joinable.empty()) {
+      groups.push_back(std::make_unique<Group>());
+      target = groups.back().get();
+    } else {
+      target = joinable.front();
+      for (Group *other : llvm::drop_begin(joinable)) {
+        for (Operation *m : other->members) {
+          target->members.push_back(m);
+          target->memberSet.insert(m);
+          groupOf[m] = target;
+        }
+        other->members.clear();
+      }
+      llvm::sort(target->members,
+                 [&](Operation *a, Operation *b) { return pos[a] < pos[b]; });
+    }
+    target->members.push_back(p);
+    target->memberSet.insert(p);
+    groupOf[p] = target;
+  }
+
+  unsigned index = 0;
+  for (auto &g : groups)
+    if (!g->members.empty())
+      buildKernel(*g, index++);
+  materializeBroadcasts(index);
+
+  // Broadcasts and constants that kernels absorbed are dead now; chains of
+  // them die from the outside in, so sweep until nothing changes.
+  bool changed = true;
+  while (changed) {
+    changed = false;
+    fn.walk([&](Operation *op) {
+      if (isa<tg::BroadcastOp, tg::ConstantOp>(op) && op->use_empty()) {
+        op->erase();
+        changed = true;
+      }
+    });
+  }
+}
+
+void FusePointwisePass::buildKernel(Group &g, unsigned index) {
+  Operation *last = g.members.back();
+  MLIRContext *ctx = last->getContext();
+  ArrayRef<int64_t> shape = shapeOf(last);
+  AffineMap identity = AffineMap::getMultiDimIdentityMap(shape.size(), ctx);
+
+  // Inputs: (buffer, map) pairs read by members from outside the group.
+  llvm::MapVector<std::pair<Value, AffineMap>, unsigned> inputs;
+  for (Operation *m : g.members)
+    for (Value v : m->getOperands()) {
+      Operation *def = v.getDefiningOp();
+      if ((def && g.memberSet.contains(def)) || splatValue(v))
+        continue;
+      auto key = traceBroadcasts(v, identity);
+      if (splatValue(key.first))
+        continue;
+      inputs.insert({key, inputs.size()});
+    }
+
+  // Results: member values used outside the group.
+  SmallVector<Value> results;
+  for (Operation *m : g.members)
+    for (Value r : m->getResults())
+      if (llvm::any_of(r.getUsers(), [&](Operation *u) {
+            return !g.memberSet.contains(u);
+          }))
+        results.push_back(r);
+
+  OpBuilder b(last);
+  b.setInsertionPointAfter(last);
+  SmallVector<Value> inputValues;
+  SmallVector<AffineMap> maps;
+  SmallVector<Attribute> inStrides, outStrides;
+  for (auto &[key, i] : inputs) {
+    inputValues.push_back(key.first);
+    maps.push_back(key.second);
+    inStrides.push_back(b.getDenseI64ArrayAttr(bufferStrides(key.first)));
+  }
+  for (Value r : results)
+    outStrides.push_back(b.getDenseI64ArrayAttr(bufferStrides(r)));
+
+  auto kernel = b.create<tgk::KernelOp>(
+      last->getLoc(), TypeRange(ValueRange(results)),
+      ("k" + Twine(index)).str(), inputValues, shape, maps,
+      b.getArrayAttr(inStrides), b.getArrayAttr(outStrides));
+  Block *body = new Block();
+  kernel.getBody().push_back(body);
+  for (Value v : inputValues)
+    body->addArgument(cast<ShapedType>(v.getType()).getElementType(),
+                      v.getLoc());
+
+  // Scalar body: members rebuilt in order on scalars.
+  OpBuilder bb = OpBuilder::atBlockBegin(body);
+  DenseMap<Value, Value> scalar;
+  auto scalarOf = [&](Value v) -> Value {
+    if (Value s = scalar.lookup(v))
+      return s;
+    auto key = traceBroadcasts(v, identity);
+    Value root = key.first;
+    if (auto splat = splatValue(root)) {
+      auto typed = cast<TypedAttr>(*splat);
+      return bb.create<arith::ConstantOp>(root.getLoc(), typed.getType(), typed);
+    }
+    return body->getArgument(inputs.lookup(key));
+  };
+  for (Operation *m : g.members) {
+    SmallVector<Value> operands;
+    for (Value v : m->getOperands())
+      operands.push_back(scalarOf(v));
+    Value s = cast<tg::ScalarizableOpInterface>(m).buildScalar(bb, m->getLoc(),
+                                                               operands);
+    scalar[m->getResult(0)] = s;
+  }
+  SmallVector<Value> yielded;
+  for (Value r : results)
+    yielded.push_back(scalar.lookup(r));
+  bb.create<tgk::YieldOp>(last->getLoc(), yielded);
+
+  for (auto [r, k] : llvm::zip(results, kernel.getResults()))
+    r.replaceUsesWithIf(k, [&](OpOperand &use) {
+      return !g.memberSet.contains(use.getOwner());
+    });
+  for (Operation *m : llvm::reverse(g.members))
+    m->erase();
+}
+
+/// A broadcast still used by something other than a kernel (an extern, the
+/// return) is materialized by a copy kernel with the broadcast's map.
+void FusePointwisePass::materializeBroadcasts(unsigned &counter) {
+  SmallVector<tg::BroadcastOp> todo;
+  getOperation().walk([&](tg::BroadcastOp b) {
+    if (llvm::any_of(b->getUsers(), [](Operation *u) {
+          return !isa<tg::BroadcastOp>(u);
+        }))
+      todo.push_back(b);
+  });
+  for (tg::BroadcastOp bc : todo) {
+    auto type = cast<RankedTensorType>(bc.getType());
+    auto identity =
+        AffineMap::getMultiDimIdentityMap(type.getRank(), bc.getContext());
+    auto [root, map] = traceBroadcasts(bc.getResult(), identity);
+    OpBuilder b(bc);
+    auto kernel = b.create<tgk::KernelOp>(
+        bc.getLoc(), TypeRange{type}, ("k" + Twine(counter++)).str(),
+        ValueRange{root}, type.getShape(), ArrayRef<AffineMap>{map},
+        b.getArrayAttr({b.getDenseI64ArrayAttr(bufferStrides(root))}),
+        b.getArrayAttr(
+            {b.getDenseI64ArrayAttr(contiguousStrides(type.getShape()))}));
+    Block *body = new Block();
+    kernel.getBody().push_back(body);
+    body->addArgument(type.getElementType(), bc.getLoc());
+    OpBuilder::atBlockBegin(body).create<tgk::YieldOp>(
+        bc.getLoc(), ValueRange{body->getArgument(0)});
+    bc.getResult().replaceUsesWithIf(kernel.getResult(0), [](OpOperand &use) {
+      return !isa<tg::BroadcastOp>(use.getOwner());
+    });
+  }
+}

@@ -1,0 +1,28 @@
+//===- Passes.h - declarations and registration of tgc's passes -----------===//
+#ifndef TGC_PASSES_PASSES_H
+#define TGC_PASSES_PASSES_H
+
+#include "dialects/TG/IR/TGOps.h"
+#include "dialects/TGK/IR/TGKDialect.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Pass/Pass.h"
+
+namespace tgc {
+
+#define GEN_PASS_DECL
+#include "passes/Passes.h.inc"
+
+#define GEN_PASS_REGISTRATION
+#include "passes/Passes.h.inc"
+
+/// The strides of the buffer holding `v` once materialized: a function
+/// argument's `tg.strides`, a producer's `tg.strides`/`result_strides`, or
+/// the contiguous strides of its shape.
+llvm::SmallVector<int64_t> bufferStrides(mlir::Value v);
+
+/// Row-major strides of `shape`.
+llvm::SmallVector<int64_t> contiguousStrides(llvm::ArrayRef<int64_t> shape);
+
+} // namespace tgc
+
+#endif // TGC_PASSES_PASSES_H

@@ -1,0 +1,71 @@
+//===- Passes.td - tgc's MLIR passes -----------------------*- tablegen -*-===//
+#ifndef TGC_PASSES_TD
+#define TGC_PASSES_TD
+
+include "mlir/Pass/PassBase.td"
+
+//===----------------------------------------------------------------------===//
+// Fusion
+//===----------------------------------------------------------------------===//
+
+def FusePointwise : Pass<"tg-fuse-pointwise", "::mlir::func::FuncOp"> {
+  let summary = "Fuse chains of pointwise `tg` ops and their broadcasts into `tgk.kernel`s";
+  let description = [{
+    Groups pointwise ops (those implementing `ScalarizableOpInterface`) that
+    share an iteration shape and are connected by def-use edges, and rebuilds
+    each group as one `tgk.kernel` whose body is the scalar computation:
+
+    ```
+    %m = tg.mul %a, %bb : tensor<4x8xf32>      // %bb = tg.broadcast %b
+    %s = tg.add %m, %one : tensor<4x8xf32>     // %one = broadcast of a 0-d constant
+    %r = tg.relu %s : tensor<4x8xf32>
+      =>
+    %r = tgk.kernel "k0" ins(%a, %b : ...) {indexing_maps = [(d0,d1)->(d0,d1), (d0,d1)->(d1)]} {
+      %m = arith.mulf %x, %y; %s = arith.addf %m, %c1; %r = arith.maximumf %s, %c0
+      tgk.yield %r
+    }
+    ```
+
+    Broadcasts are never materialized when a kernel consumes them: they
+    become the input's indexing map. 0-d and splat constants become
+    `arith.constant`s in the body. A value is a kernel result only when
+    something outside the group uses it, so intermediates never reach
+    memory.
+
+    Rules that keep the program's meaning: the kernel is placed at its last
+    member, so a group may only grow by an op `p` when no non-member uses a
+    member's result before `p`, and when no `tg.extern` marked `mutates`
+    lies between the group's first member and `p` (a mutation of a buffer
+    the kernel reads must stay on the same side of the kernel). Fusion never
+    duplicates work: an intermediate that is also broadcast to another shape
+    is materialized once.
+  }];
+  let dependentDialects = ["::tgc::tgk::TGKDialect", "::mlir::arith::ArithDialect",
+                           "::mlir::math::MathDialect"];
+}
+
+//===----------------------------------------------------------------------===//
+// Scheduling
+//===----------------------------------------------------------------------===//
+
+def Schedule : Pass<"tgk-schedule", "::mlir::func::FuncOp"> {
+  let summary = "Attach a heuristic `#tgk.schedule` to every `tgk.kernel`";
+  let description = [{
+    Picks the kernel kind and tile configuration of each kernel from its
+    iteration space and element types:
+
+    ```
+    tgk.kernel "k0" ... {iteration_shape = array<i64: 1024>}
+      =>
+    tgk.kernel "k0" ... {schedule = #tgk.schedule<kind = "pointwise", block = 256, vector = 4, warps = 8>}
+    ```
+
+    Pointwise kernels get 256 threads per block (8 warps) and a vector
+    width of 16 bytes divided by the widest element size (4 for f32, 8 for
+    f16/bf16), reduced to 1 when a buffer is not contiguous or the element
+    count is not a multiple of it. Kernels that already carry a schedule are
+    left alone, so an autotuner can pin one.
+  }];
+}
+
+#endif // TGC_PASSES_TD

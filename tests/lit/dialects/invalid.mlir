@@ -1,0 +1,96 @@
+// RUN: tgc-opt %s -split-input-file -verify-diagnostics
+
+// Tests that binary ops reject operands of different types.
+func.func @mismatch(%a: tensor<4xf32>, %b: tensor<8xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{all non-scalar operands/results must have the same shape and base type}}
+  %r = "tg.add"(%a, %b) : (tensor<4xf32>, tensor<8xf32>) -> tensor<4xf32>
+  return %r : tensor<4xf32>
+}
+
+// -----
+
+// Tests that float-only ops reject integer tensors.
+func.func @exp_int(%a: tensor<4xi64>) -> tensor<4xi64> {
+  // expected-error @+1 {{requires a floating-point element type}}
+  %r = tg.exp %a : tensor<4xi64>
+  return %r : tensor<4xi64>
+}
+
+// -----
+
+// Tests that tg works on static shapes only.
+func.func @dynamic(%a: tensor<?xf32>) -> tensor<?xf32> {
+  // expected-error @+1 {{must be statically shaped tensor}}
+  %r = tg.relu %a : tensor<?xf32>
+  return %r : tensor<?xf32>
+}
+
+// -----
+
+// Tests that broadcasts follow ATen's right-aligned rules.
+func.func @bad_broadcast(%a: tensor<3xf32>) -> tensor<4x8xf32> {
+  // expected-error @+1 {{input dimension 0 has size 3, which cannot broadcast to 8}}
+  %r = tg.broadcast %a : tensor<3xf32> -> tensor<4x8xf32>
+  return %r : tensor<4x8xf32>
+}
+
+// -----
+
+// Tests that gelu's approximation is one of ATen's two.
+func.func @bad_gelu(%a: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{approximate must be "none" or "tanh"}}
+  %r = tg.gelu %a {approximate = "fast"} : tensor<4xf32>
+  return %r : tensor<4xf32>
+}
+
+// -----
+
+// Tests that an extern call passes every operand to its callee.
+func.func @extern_unused(%a: tensor<4xf32>, %b: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{operand 1 is not passed to the callee}}
+  %r = tg.extern "aten::relu"(%a, %b) {args = [#tg.operand<0>], result_strides = [array<i64: 1>]} : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  return %r : tensor<4xf32>
+}
+
+// -----
+
+// Tests that an extern callee is a qualified ATen name.
+func.func @extern_name(%a: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{callee must be a qualified ATen name}}
+  %r = tg.extern "relu"(%a) {args = [#tg.operand<0>], result_strides = [array<i64: 1>]} : (tensor<4xf32>) -> tensor<4xf32>
+  return %r : tensor<4xf32>
+}
+
+// -----
+
+// Tests that a kernel's body takes one scalar per input.
+func.func @kernel_args(%a: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{body takes 2 scalars for 1 inputs}}
+  %r = tgk.kernel "k0" ins(%a : tensor<4xf32>) {iteration_shape = array<i64: 4>,
+      indexing_maps = [affine_map<(d0) -> (d0)>], input_strides = [array<i64: 1>],
+      result_strides = [array<i64: 1>]} -> tensor<4xf32> {
+  ^bb0(%x: f32, %y: f32):
+    tgk.yield %x : f32
+  }
+  return %r : tensor<4xf32>
+}
+
+// -----
+
+// Tests that indexing maps match the iteration space and input ranks.
+func.func @kernel_map(%a: tensor<4xf32>) -> tensor<4x4xf32> {
+  // expected-error @+1 {{indexing map 0 must map 2 iteration dims to the 1 dims of input 0}}
+  %r = tgk.kernel "k0" ins(%a : tensor<4xf32>) {iteration_shape = array<i64: 4, 4>,
+      indexing_maps = [affine_map<(d0) -> (d0)>], input_strides = [array<i64: 1>],
+      result_strides = [array<i64: 4, 1>]} -> tensor<4x4xf32> {
+  ^bb0(%x: f32):
+    tgk.yield %x : f32
+  }
+  return %r : tensor<4x4xf32>
+}
+
+// -----
+
+// Tests that schedules name a known kernel kind.
+// expected-error @+1 {{unknown kernel kind "magic"}}
+func.func private @bad_schedule() attributes {s = #tgk.schedule<kind = "magic", block = 256, vector = 4, warps = 8>}

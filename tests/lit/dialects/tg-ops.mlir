@@ -1,0 +1,34 @@
+// RUN: tgc-opt %s | tgc-opt | FileCheck %s
+// RUN: tgc-opt %s -mlir-print-op-generic | tgc-opt | FileCheck %s
+
+// Tests that pointwise, constant, broadcast and cast ops round-trip.
+// CHECK-LABEL: func.func @pointwise
+func.func @pointwise(%a: tensor<4x8xf32>, %b: tensor<8xf32>, %i: tensor<4x8xi64>) -> tensor<4x8xf32> {
+  // CHECK: %[[C:.*]] = tg.constant dense<1.000000e+00> : tensor<f32>
+  %c = tg.constant dense<1.0> : tensor<f32>
+  // CHECK: tg.broadcast %[[C]] : tensor<f32> -> tensor<4x8xf32>
+  %cb = tg.broadcast %c : tensor<f32> -> tensor<4x8xf32>
+  // CHECK: tg.broadcast %{{.*}} : tensor<8xf32> -> tensor<4x8xf32>
+  %bb = tg.broadcast %b : tensor<8xf32> -> tensor<4x8xf32>
+  // CHECK: tg.mul %{{.*}}, %{{.*}} : tensor<4x8xf32>
+  %m = tg.mul %a, %bb : tensor<4x8xf32>
+  // CHECK: tg.add
+  %s = tg.add %m, %cb : tensor<4x8xf32>
+  // CHECK: tg.gelu %{{.*}} {approximate = "tanh"} : tensor<4x8xf32>
+  %g = tg.gelu %s {approximate = "tanh"} : tensor<4x8xf32>
+  // CHECK: tg.cast %{{.*}} : tensor<4x8xi64> -> tensor<4x8xf32>
+  %f = tg.cast %i : tensor<4x8xi64> -> tensor<4x8xf32>
+  %r = tg.relu %g : tensor<4x8xf32>
+  %o = tg.maximum %r, %f : tensor<4x8xf32>
+  return %o : tensor<4x8xf32>
+}
+
+// -----
+
+// Tests that an extern ATen call keeps its arguments and result layouts.
+// CHECK-LABEL: func.func @extern
+func.func @extern(%a: tensor<4x3xf32>, %b: tensor<3x8xf32>) -> tensor<4x8xf32> {
+  // CHECK: tg.extern "aten::mm"(%{{.*}}, %{{.*}}) {args = [#tg.operand<0>, #tg.operand<1>], result_strides = [array<i64: 8, 1>]}
+  %r = tg.extern "aten::mm"(%a, %b) {args = [#tg.operand<0>, #tg.operand<1>], result_strides = [array<i64: 8, 1>]} : (tensor<4x3xf32>, tensor<3x8xf32>) -> tensor<4x8xf32>
+  return %r : tensor<4x8xf32>
+}

@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# Installs everything tgc needs on a fresh Debian 12 machine; safe to run again (idempotent).
+#
+#   tools/setup.sh            Debian packages + project venv (.venv) with torch==2.11.0
+#
+# Environment:
+#   TGC_VENV   where the Python virtual environment lives (default: <repo>/.venv)
+set -euo pipefail
+
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+venv=${TGC_VENV:-$repo/.venv}
+torch_version=2.11.0
+torchvision_version=0.26.0
+
+apt_packages=(
+  llvm-19-dev libmlir-19-dev mlir-19-tools llvm-19-tools
+  libfmt-dev libgtest-dev libgmock-dev libbenchmark-dev
+  ninja-build ccache cmake g++ pkg-config
+  nlohmann-json3-dev libxxhash-dev libzstd-dev libcli11-dev libboost-context-dev
+  zlib1g-dev
+)
+
+missing=()
+for p in "${apt_packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  echo "setup: installing Debian packages: ${missing[*]}"
+  sudo_cmd=""
+  [ "$(id -u)" -eq 0 ] || sudo_cmd=sudo
+  $sudo_cmd apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+python=${PYTHON:-python3}
+if [ ! -x "$venv/bin/python" ]; then
+  echo "setup: creating virtual environment $venv"
+  "$python" -m venv "$venv"
+fi
+have=$("$venv/bin/python" -c 'import torch, torchvision; print(torch.__version__.split("+")[0], torchvision.__version__.split("+")[0])' 2>/dev/null || true)
+if [ "$have" != "$torch_version $torchvision_version" ]; then
+  echo "setup: installing torch==$torch_version torchvision==$torchvision_version into $venv"
+  "$venv/bin/python" -m pip install -q --upgrade pip
+  "$venv/bin/python" -m pip install -q "torch==$torch_version" "torchvision==$torchvision_version" numpy
+fi
+echo "setup: done (venv: $venv)"

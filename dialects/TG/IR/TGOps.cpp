@@ -300,7 +300,7 @@ static LogicalResult verifyExternArg(ExternOp op, Attribute a,
     return success();
   }
   if (isa<UnitAttr, BoolAttr, IntegerAttr, FloatAttr, StringAttr,
-          DenseI64ArrayAttr, DenseF64ArrayAttr, DeviceAttr>(a))
+          DenseI64ArrayAttr, DenseF64ArrayAttr, DeviceAttr, DictionaryAttr>(a))
     return success();
   return op.emitOpError("unsupported argument attribute ") << a;
 }

@@ -1,0 +1,56 @@
+//===- Emitters.h - tgk.kernel to C++ and CUDA C++ source -----------------===//
+#ifndef TGC_CODEGEN_EMITTERS_H
+#define TGC_CODEGEN_EMITTERS_H
+
+#include "dialects/TGK/IR/TGKDialect.h"
+
+#include <string>
+
+namespace tgc::codegen {
+
+/// Which language a kernel body is printed in.
+enum class Target { Cpu, Cuda };
+
+/// Header text every generated C++ translation unit starts with (includes,
+/// half/bfloat16 conversions, NaN-propagating min/max).
+std::string cpuPrelude();
+
+/// `extern "C" void <name>(void *const *buffers)`: buffers are the kernel's
+/// inputs then its results, in order; shapes and strides are compiled in.
+/// Fails (returns an empty string and sets `error`) on an op it cannot print.
+std::string emitCpuKernel(tgk::KernelOp kernel, std::string &error);
+
+/// Header text of every generated CUDA translation unit.
+std::string cudaPrelude();
+
+/// `extern "C" __global__ void <name>(T0 *in0, ..., Tn *outN)`, a grid-stride
+/// loop over the iteration space with `schedule.block` threads per block.
+std::string emitCudaKernel(tgk::KernelOp kernel, std::string &error);
+
+namespace detail {
+
+/// Prints the scalar body of `kernel` for one iteration `i`: loads of every
+/// input at `inputOffsets[j]`, the body ops, stores of every result at
+/// `resultOffsets[j]`. Buffers are named in<j>/out<j>.
+mlir::LogicalResult emitBody(tgk::KernelOp kernel, Target target,
+                             llvm::ArrayRef<std::string> inputOffsets,
+                             llvm::ArrayRef<std::string> resultOffsets,
+                             std::string &out, std::string &error);
+
+/// The C type a buffer of `elementType` is stored as.
+std::string storageType(mlir::Type elementType, Target target);
+
+/// Index expressions: for each input/result, the element offset of the
+/// iteration `i` (given `idx<d>` per iteration dim when not linear), plus
+/// the statements computing `idx<d>` from `i`.
+struct Indexing {
+  std::string decompose;                  // statements defining idx<d>
+  llvm::SmallVector<std::string> inputs;  // offset expression per input
+  llvm::SmallVector<std::string> results; // offset expression per result
+};
+Indexing computeIndexing(tgk::KernelOp kernel, llvm::StringRef indexType);
+
+} // namespace detail
+} // namespace tgc::codegen
+
+#endif // TGC_CODEGEN_EMITTERS_H

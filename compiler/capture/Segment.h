@@ -1,0 +1,39 @@
+//===- Segment.h - one captured static subgraph, as plain data ------------===//
+//
+// Capture (LibTorch side) produces a Segment; import (MLIR side) consumes
+// it. Plain C++ only, so neither side's headers leak into the other.
+//
+//===----------------------------------------------------------------------===//
+#ifndef TGC_COMPILER_CAPTURE_SEGMENT_H
+#define TGC_COMPILER_CAPTURE_SEGMENT_H
+
+#include "runtime/Plan.h"
+
+#include <string>
+#include <vector>
+
+namespace tgc {
+
+/// One ATen call recorded at the dispatcher.
+struct SegmentNode {
+  std::string op;       ///< "aten::mul"
+  std::string overload; ///< "Tensor"
+  std::vector<ArgValue> args;
+  std::vector<int> outputs; ///< value ids
+  bool mutates = false;     ///< the schema writes to an argument
+};
+
+struct Segment {
+  std::string device = "cpu";
+  std::vector<TensorSpec> values; ///< indexed by value id
+  std::vector<int> inputs;        ///< value ids of graph inputs, in order
+  std::vector<SegmentNode> nodes; ///< in program order
+  std::vector<int> outputs;       ///< value ids returned, in order
+
+  /// One line per node: `%3 = aten::mul.Tensor(%1, %2)`.
+  std::string str() const;
+};
+
+} // namespace tgc
+
+#endif // TGC_COMPILER_CAPTURE_SEGMENT_H

@@ -1,0 +1,230 @@
+//===- Pipeline.cpp - the compilation pipeline of one segment -------------===//
+#include "compiler/pipeline/Pipeline.h"
+
+#include "codegen/Emitters.h"
+#include "compiler/pipeline/Import.h"
+#include "dialects/TG/IR/TGOps.h"
+#include "dialects/TGK/IR/TGKDialect.h"
+#include "passes/Passes.h"
+
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/IR/Verifier.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Transforms/Passes.h"
+#include "llvm/Support/raw_ostream.h"
+
+using namespace mlir;
+
+namespace tgc {
+
+namespace {
+
+std::string printOp(Operation *op) {
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  op->print(os);
+  return s;
+}
+
+/// Builds the Plan from the scheduled function: one value per materialized
+/// buffer, one step per kernel or extern call.
+class PlanBuilder {
+public:
+  PlanBuilder(Plan &plan, std::string &error) : plan(plan), error(error) {}
+  LogicalResult build(func::FuncOp fn);
+
+private:
+  int valueId(Value v) {
+    auto it = ids.find(v);
+    if (it != ids.end())
+      return it->second;
+    auto type = cast<ShapedType>(v.getType());
+    TensorSpec spec;
+    spec.sizes.assign(type.getShape().begin(), type.getShape().end());
+    auto strides = bufferStrides(v);
+    spec.strides.assign(strides.begin(), strides.end());
+    spec.dtype = dtypeOf(type.getElementType());
+    plan.values.push_back(std::move(spec));
+    return ids[v] = plan.values.size() - 1;
+  }
+  LogicalResult addKernel(tgk::KernelOp k);
+  LogicalResult addExtern(tg::ExternOp e);
+  FailureOr<ArgValue> argOf(Attribute a, tg::ExternOp e);
+
+  Plan &plan;
+  std::string &error;
+  DenseMap<Value, int> ids;
+};
+
+} // namespace
+
+LogicalResult PlanBuilder::addKernel(tgk::KernelOp k) {
+  KernelStep step;
+  step.name = k.getSymName().str();
+  for (Value in : k.getInputs())
+    step.inputs.push_back(valueId(in));
+  for (Value r : k.getResults())
+    step.outputs.push_back(valueId(r));
+  step.numel = k.getNumIterations();
+  if (auto s = k.getScheduleAttr()) {
+    step.block = s.getBlock();
+    step.vector = s.getVector();
+  }
+  std::string src = plan.device == "cuda" ? codegen::emitCudaKernel(k, error)
+                                          : codegen::emitCpuKernel(k, error);
+  if (src.empty())
+    return failure();
+  if (plan.device == "cuda")
+    plan.cudaSources.push_back(codegen::cudaPrelude() + src);
+  else
+    plan.cpuSource += src;
+  plan.steps.push_back({Step::Kernel, (int)plan.kernels.size()});
+  plan.kernels.push_back(std::move(step));
+  return success();
+}
+
+FailureOr<ArgValue> PlanBuilder::argOf(Attribute a, tg::ExternOp e) {
+  ArgValue v;
+  if (auto ref = dyn_cast<tg::OperandRefAttr>(a)) {
+    v.kind = ArgValue::Tensor;
+    v.tensors = {valueId(e.getInputs()[ref.getIndex()])};
+  } else if (auto list = dyn_cast<ArrayAttr>(a)) {
+    v.kind = ArgValue::TensorList;
+    for (Attribute el : list) {
+      if (auto r = dyn_cast<tg::OperandRefAttr>(el))
+        v.tensors.push_back(valueId(e.getInputs()[r.getIndex()]));
+      else
+        v.tensors.push_back(-1);
+    }
+  } else if (isa<UnitAttr>(a)) {
+    v.kind = ArgValue::None;
+  } else if (auto bl = dyn_cast<BoolAttr>(a)) {
+    v.kind = ArgValue::Bool;
+    v.b = bl.getValue();
+  } else if (auto i = dyn_cast<IntegerAttr>(a)) {
+    v.kind = ArgValue::Int;
+    v.i = i.getInt();
+  } else if (auto f = dyn_cast<FloatAttr>(a)) {
+    v.kind = ArgValue::Double;
+    v.d = f.getValueAsDouble();
+  } else if (auto s = dyn_cast<StringAttr>(a)) {
+    v.kind = ArgValue::String;
+    v.s = s.str();
+  } else if (auto il = dyn_cast<DenseI64ArrayAttr>(a)) {
+    v.kind = ArgValue::IntList;
+    v.ints.assign(il.asArrayRef().begin(), il.asArrayRef().end());
+  } else if (auto dl = dyn_cast<DenseF64ArrayAttr>(a)) {
+    v.kind = ArgValue::DoubleList;
+    v.doubles.assign(dl.asArrayRef().begin(), dl.asArrayRef().end());
+  } else if (auto d = dyn_cast<tg::DeviceAttr>(a)) {
+    v.kind = ArgValue::Device;
+    v.s = d.getName().str();
+  } else if (auto dict = dyn_cast<DictionaryAttr>(a)) {
+    Attribute w = dict.get("wrapped_number");
+    v.kind = ArgValue::ScalarTensor;
+    v.dtype = dtypeOf(cast<TypedAttr>(w).getType());
+    if (auto f = dyn_cast<FloatAttr>(w)) {
+      v.isFloat = true;
+      v.d = f.getValueAsDouble();
+    } else {
+      v.i = cast<IntegerAttr>(w).getInt();
+    }
+  } else {
+    error = "cannot pass argument " + printOp(e) + " to ATen";
+    return failure();
+  }
+  return v;
+}
+
+LogicalResult PlanBuilder::addExtern(tg::ExternOp e) {
+  ExternStep step;
+  StringRef callee = e.getCallee();
+  auto [name, overload] = callee.rsplit('.');
+  // "aten::add.Tensor" has an overload; "aten::mm" does not.
+  if (name.contains("::")) {
+    step.op = name.str();
+    step.overload = overload.str();
+  } else {
+    step.op = callee.str();
+  }
+  for (Attribute a : e.getArgs()) {
+    auto v = argOf(a, e);
+    if (failed(v))
+      return failure();
+    step.args.push_back(std::move(*v));
+  }
+  for (Value r : e.getResults())
+    step.outputs.push_back(valueId(r));
+  plan.steps.push_back({Step::Extern, (int)plan.externs.size()});
+  plan.externs.push_back(std::move(step));
+  return success();
+}
+
+LogicalResult PlanBuilder::build(func::FuncOp fn) {
+  for (BlockArgument arg : fn.getArguments())
+    plan.inputs.push_back(valueId(arg));
+  for (Operation &op : fn.getBody().front()) {
+    LogicalResult r = success();
+    if (auto k = dyn_cast<tgk::KernelOp>(op))
+      r = addKernel(k);
+    else if (auto e = dyn_cast<tg::ExternOp>(op))
+      r = addExtern(e);
+    else if (auto ret = dyn_cast<func::ReturnOp>(op))
+      for (Value v : ret.getOperands())
+        plan.outputs.push_back(valueId(v));
+    else {
+      error = "no lowering for '" + op.getName().getStringRef().str() +
+              "' after fusion";
+      r = failure();
+    }
+    if (failed(r))
+      return failure();
+  }
+  if (!plan.cpuSource.empty())
+    plan.cpuSource = codegen::cpuPrelude() + plan.cpuSource;
+  return success();
+}
+
+PipelineResult runPipeline(const Segment &segment) {
+  PipelineResult result;
+  DialectRegistry registry;
+  registry.insert<tg::TGDialect, tgk::TGKDialect, func::FuncDialect,
+                  arith::ArithDialect, math::MathDialect>();
+  MLIRContext ctx(registry, MLIRContext::Threading::DISABLED);
+  ctx.loadAllAvailableDialects();
+  // Diagnostics become the error message instead of going to stderr.
+  std::string diagnostics;
+  ScopedDiagnosticHandler handler(&ctx, [&](Diagnostic &d) {
+    diagnostics += d.str() + "\n";
+    return success();
+  });
+
+  OwningOpRef<ModuleOp> module = ModuleOp::create(UnknownLoc::get(&ctx));
+  auto fn = importSegment(segment, *module, result.error);
+  if (failed(fn))
+    return result;
+  if (failed(mlir::verify(*module))) {
+    result.error = "imported tg does not verify: " + diagnostics;
+    return result;
+  }
+  result.importedIR = printOp(*module);
+
+  PassManager pm(&ctx);
+  OpPassManager &fpm = pm.nest<func::FuncOp>();
+  fpm.addPass(createCSEPass());
+  fpm.addPass(createFusePointwise());
+  fpm.addPass(createSchedule());
+  if (failed(pm.run(*module))) {
+    result.error = "pass pipeline failed: " + diagnostics;
+    return result;
+  }
+  result.finalIR = printOp(*module);
+  result.plan.device = segment.device;
+  PlanBuilder builder(result.plan, result.error);
+  if (failed(builder.build(*fn)))
+    return result;
+  result.ok = true;
+  return result;
+}
+
+} // namespace tgc

@@ -1,0 +1,27 @@
+//===- Counters.h - process-wide counters behind tgc::stats() -------------===//
+#ifndef TGC_RUNTIME_COUNTERS_H
+#define TGC_RUNTIME_COUNTERS_H
+
+#include <atomic>
+#include <cstdint>
+
+namespace tgc {
+
+struct Counters {
+  std::atomic<int64_t> graphsCompiled{0};
+  std::atomic<int64_t> kernelsCompiled{0};
+  std::atomic<int64_t> graphBreaks{0};
+  std::atomic<int64_t> recompiles{0};
+  std::atomic<int64_t> cacheHitsMemory{0};
+  std::atomic<int64_t> cacheHitsDisk{0};
+  std::atomic<int64_t> eagerFallbacks{0};
+  std::atomic<int64_t> kernelLaunches{0};
+  std::atomic<int64_t> externCalls{0};
+};
+
+/// The one instance, shared by the compiler and the runtime.
+Counters &counters();
+
+} // namespace tgc
+
+#endif // TGC_RUNTIME_COUNTERS_H

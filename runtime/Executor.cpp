@@ -1,0 +1,216 @@
+//===- Executor.cpp - Plan execution: kernel launches and ATen calls ------===//
+#include "runtime/Executor.h"
+
+#include "runtime/Counters.h"
+#include "runtime/Log.h"
+
+#include <ATen/ops/empty_strided.h>
+#include <ATen/ops/scalar_tensor.h>
+#include <c10/util/Exception.h>
+
+#include <unordered_set>
+
+namespace tgc {
+
+at::ScalarType toScalarType(DType t) {
+  switch (t) {
+  case DType::Bool: return at::kBool;
+  case DType::UInt8: return at::kByte;
+  case DType::Int8: return at::kChar;
+  case DType::Int16: return at::kShort;
+  case DType::Int32: return at::kInt;
+  case DType::Int64: return at::kLong;
+  case DType::Float16: return at::kHalf;
+  case DType::BFloat16: return at::kBFloat16;
+  case DType::Float32: return at::kFloat;
+  case DType::Float64: return at::kDouble;
+  }
+  return at::kFloat;
+}
+
+bool fromScalarType(at::ScalarType s, DType &out) {
+  switch (s) {
+  case at::kBool: out = DType::Bool; return true;
+  case at::kByte: out = DType::UInt8; return true;
+  case at::kChar: out = DType::Int8; return true;
+  case at::kShort: out = DType::Int16; return true;
+  case at::kInt: out = DType::Int32; return true;
+  case at::kLong: out = DType::Int64; return true;
+  case at::kHalf: out = DType::Float16; return true;
+  case at::kBFloat16: out = DType::BFloat16; return true;
+  case at::kFloat: out = DType::Float32; return true;
+  case at::kDouble: out = DType::Float64; return true;
+  default: return false;
+  }
+}
+
+std::shared_ptr<CompiledGraph> CompiledGraph::load(Plan plan,
+                                                   std::string &error) {
+  std::shared_ptr<CompiledGraph> g(new CompiledGraph(std::move(plan)));
+  const Plan &p = g->plan_;
+  if (!p.kernels.empty()) {
+    if (p.device != "cpu") {
+      error = "launching generated kernels on " + p.device +
+              " is not implemented yet (CUDA backend issue)";
+      return nullptr;
+    }
+    HostCompileResult r = compileSharedObject(p.cpuSource);
+    if (!r.object) {
+      error = r.error;
+      return nullptr;
+    }
+    g->object_ = r.object;
+    if (r.compiled)
+      g->kernelsCompiled_ = p.kernels.size();
+    for (const KernelStep &k : p.kernels) {
+      auto fn = reinterpret_cast<CpuKernel>(r.object->symbol(k.name));
+      if (!fn) {
+        error = "kernel " + k.name + " missing from " + r.object->path();
+        return nullptr;
+      }
+      g->cpuKernels_.push_back(fn);
+    }
+  }
+  for (const ExternStep &e : p.externs) {
+    auto op = c10::Dispatcher::singleton().findSchema({e.op, e.overload});
+    if (!op) {
+      error = "this LibTorch has no operator " + e.op + "." + e.overload;
+      return nullptr;
+    }
+    g->ops_.push_back(*op);
+  }
+  // Liveness: release each intermediate after its last use.
+  std::vector<int> lastUse(p.values.size(), -1);
+  auto use = [&](int v, int step) { lastUse[v] = std::max(lastUse[v], step); };
+  for (size_t s = 0; s < p.steps.size(); ++s) {
+    const Step &st = p.steps[s];
+    if (st.kind == Step::Kernel) {
+      for (int v : p.kernels[st.index].inputs) use(v, s);
+      for (int v : p.kernels[st.index].outputs) use(v, s);
+    } else {
+      for (const ArgValue &a : p.externs[st.index].args)
+        for (int v : a.tensors)
+          if (v >= 0) use(v, s);
+      for (int v : p.externs[st.index].outputs) use(v, s);
+    }
+  }
+  std::unordered_set<int> keep(p.outputs.begin(), p.outputs.end());
+  keep.insert(p.inputs.begin(), p.inputs.end());
+  g->releaseAfter_.resize(p.steps.size());
+  for (size_t v = 0; v < p.values.size(); ++v)
+    if (lastUse[v] >= 0 && !keep.count(v))
+      g->releaseAfter_[lastUse[v]].push_back(v);
+  return g;
+}
+
+void CompiledGraph::runKernel(const KernelStep &k,
+                              std::vector<at::Tensor> &values,
+                              const at::Device &device) const {
+  std::vector<void *> buffers;
+  buffers.reserve(k.inputs.size() + k.outputs.size());
+  for (int v : k.inputs)
+    buffers.push_back(values[v].data_ptr());
+  for (int v : k.outputs) {
+    const TensorSpec &s = plan_.values[v];
+    values[v] = at::empty_strided(
+        s.sizes, s.strides, at::TensorOptions().dtype(toScalarType(s.dtype)).device(device));
+    buffers.push_back(values[v].data_ptr());
+  }
+  size_t index = &k - plan_.kernels.data();
+  cpuKernels_[index](buffers.data());
+  counters().kernelLaunches++;
+}
+
+static c10::IValue toIValue(const ArgValue &a, const c10::Argument &schemaArg,
+                            const std::vector<at::Tensor> &values) {
+  switch (a.kind) {
+  case ArgValue::None: return c10::IValue();
+  case ArgValue::Bool: return a.b;
+  case ArgValue::Int: return a.i;
+  case ArgValue::Double: return a.d;
+  case ArgValue::String: return a.s;
+  case ArgValue::IntList: return a.ints;
+  case ArgValue::DoubleList: return a.doubles;
+  case ArgValue::Device: return c10::Device(a.s);
+  case ArgValue::Tensor: return values[a.tensors[0]];
+  case ArgValue::ScalarTensor: {
+    at::Tensor t = a.isFloat
+                       ? at::scalar_tensor(a.d, at::TensorOptions().dtype(toScalarType(a.dtype)))
+                       : at::scalar_tensor(a.i, at::TensorOptions().dtype(toScalarType(a.dtype)));
+    t.unsafeGetTensorImpl()->set_wrapped_number(true);
+    return t;
+  }
+  case ArgValue::TensorList: {
+    auto list = schemaArg.type()->cast<c10::ListType>();
+    if (list && list->getElementType()->kind() == c10::TypeKind::OptionalType) {
+      c10::List<std::optional<at::Tensor>> out;
+      for (int v : a.tensors)
+        out.push_back(v < 0 ? std::optional<at::Tensor>() : values[v]);
+      return out;
+    }
+    std::vector<at::Tensor> out;
+    for (int v : a.tensors)
+      out.push_back(values[v]);
+    return out;
+  }
+  }
+  return c10::IValue();
+}
+
+void CompiledGraph::runExtern(size_t index,
+                              std::vector<at::Tensor> &values) const {
+  const ExternStep &e = plan_.externs[index];
+  const c10::OperatorHandle &op = ops_[index];
+  const auto &schemaArgs = op.schema().arguments();
+  std::vector<c10::IValue> stack;
+  stack.reserve(e.args.size());
+  for (size_t i = 0; i < e.args.size(); ++i)
+    stack.push_back(toIValue(e.args[i], schemaArgs[i], values));
+  op.callBoxed(&stack);
+  counters().externCalls++;
+  TORCH_CHECK(stack.size() == e.outputs.size(), "tgc: ", e.op,
+              " returned ", stack.size(), " values, the plan expects ",
+              e.outputs.size());
+  for (size_t i = 0; i < e.outputs.size(); ++i) {
+    at::Tensor t = stack[i].toTensor();
+    const TensorSpec &s = plan_.values[e.outputs[i]];
+    TORCH_CHECK(t.sizes() == c10::IntArrayRef(s.sizes) &&
+                    t.scalar_type() == toScalarType(s.dtype),
+                "tgc: ", e.op, " produced ", t.sizes(), " ", t.scalar_type(),
+                " but its Meta kernel predicted ", c10::IntArrayRef(s.sizes),
+                " ", toScalarType(s.dtype));
+    // Later kernels were compiled for the predicted layout.
+    if (t.numel() > 1 && t.strides() != c10::IntArrayRef(s.strides)) {
+      at::Tensor fixed = at::empty_strided(s.sizes, s.strides, t.options());
+      fixed.copy_(t);
+      t = fixed;
+    }
+    values[e.outputs[i]] = std::move(t);
+  }
+}
+
+std::vector<at::Tensor>
+CompiledGraph::run(const std::vector<at::Tensor> &inputs) const {
+  TORCH_CHECK(inputs.size() == plan_.inputs.size(), "tgc: the graph takes ",
+              plan_.inputs.size(), " inputs, got ", inputs.size());
+  std::vector<at::Tensor> values(plan_.values.size());
+  for (size_t i = 0; i < inputs.size(); ++i)
+    values[plan_.inputs[i]] = inputs[i];
+  at::Device device = inputs.empty() ? at::Device(plan_.device) : inputs[0].device();
+  for (size_t s = 0; s < plan_.steps.size(); ++s) {
+    const Step &st = plan_.steps[s];
+    if (st.kind == Step::Kernel)
+      runKernel(plan_.kernels[st.index], values, device);
+    else
+      runExtern(st.index, values);
+    for (int v : releaseAfter_[s])
+      values[v].reset();
+  }
+  std::vector<at::Tensor> outputs;
+  outputs.reserve(plan_.outputs.size());
+  for (int v : plan_.outputs)
+    outputs.push_back(values[v]);
+  return outputs;
+}
+
+} // namespace tgc

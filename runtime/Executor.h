@@ -1,0 +1,54 @@
+//===- Executor.h - runs a Plan on ATen tensors ---------------------------===//
+#ifndef TGC_RUNTIME_EXECUTOR_H
+#define TGC_RUNTIME_EXECUTOR_H
+
+#include "runtime/HostCompiler.h"
+#include "runtime/Plan.h"
+
+#include <ATen/core/Tensor.h>
+#include <ATen/core/dispatch/Dispatcher.h>
+
+#include <memory>
+#include <optional>
+#include <vector>
+
+namespace tgc {
+
+at::ScalarType toScalarType(DType t);
+/// Fails (returns false) for dtypes tgc does not model (complex, fp8, ...).
+bool fromScalarType(at::ScalarType s, DType &out);
+
+/// A Plan with its kernels compiled and loaded, ready to run many times.
+class CompiledGraph {
+public:
+  /// Compiles (or loads from the cache) every kernel of `plan`. Returns null
+  /// with `error` set when a kernel cannot be built or an extern op is
+  /// unknown to this LibTorch.
+  static std::shared_ptr<CompiledGraph> load(Plan plan, std::string &error);
+
+  /// Runs the plan. `inputs` must match the plan's input specs (the caller
+  /// checks guards); outputs have exactly the specs' layouts.
+  std::vector<at::Tensor> run(const std::vector<at::Tensor> &inputs) const;
+
+  const Plan &plan() const { return plan_; }
+  /// Kernels compiled by this load (0 when all came from the disk cache).
+  int64_t kernelsCompiled() const { return kernelsCompiled_; }
+
+private:
+  using CpuKernel = void (*)(void *const *);
+  explicit CompiledGraph(Plan plan) : plan_(std::move(plan)) {}
+  void runKernel(const KernelStep &k, std::vector<at::Tensor> &values,
+                 const at::Device &device) const;
+  void runExtern(size_t index, std::vector<at::Tensor> &values) const;
+
+  Plan plan_;
+  std::shared_ptr<SharedObject> object_;
+  std::vector<CpuKernel> cpuKernels_;
+  std::vector<c10::OperatorHandle> ops_;
+  std::vector<std::vector<int>> releaseAfter_; ///< per step: dead buffers
+  int64_t kernelsCompiled_ = 0;
+};
+
+} // namespace tgc
+
+#endif // TGC_RUNTIME_EXECUTOR_H

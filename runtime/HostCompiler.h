@@ -1,0 +1,46 @@
+//===- HostCompiler.h - generated C++ to a loaded shared object -----------===//
+#ifndef TGC_RUNTIME_HOSTCOMPILER_H
+#define TGC_RUNTIME_HOSTCOMPILER_H
+
+#include <memory>
+#include <string>
+
+namespace tgc {
+
+/// A dlopen'ed shared object, closed when the last owner lets go.
+class SharedObject {
+public:
+  static std::shared_ptr<SharedObject> open(const std::string &path,
+                                            std::string &error);
+  ~SharedObject();
+  void *symbol(const std::string &name) const;
+  const std::string &path() const { return path_; }
+
+private:
+  SharedObject(void *handle, std::string path)
+      : handle_(handle), path_(std::move(path)) {}
+  void *handle_;
+  std::string path_;
+};
+
+/// The host compiler command (TGC_CXX, else c++) and the flags tgc uses;
+/// both are part of every CPU artifact's key.
+std::string hostCompilerCommand();
+std::string hostCompilerFlags();
+/// `<compiler> --version`, first line; cached.
+const std::string &hostCompilerVersion();
+
+struct HostCompileResult {
+  std::shared_ptr<SharedObject> object;
+  bool compiled = false; ///< false when the shared object came from disk
+  std::string error;     ///< set when object is null
+};
+
+/// Compiles `source` into a shared object under the cache directory (keyed
+/// by the source, compiler, flags and tgc version) or reuses it, and loads
+/// it. On a compiler failure the source is kept and named in the error.
+HostCompileResult compileSharedObject(const std::string &source);
+
+} // namespace tgc
+
+#endif // TGC_RUNTIME_HOSTCOMPILER_H

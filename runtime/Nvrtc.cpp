@@ -1,0 +1,149 @@
+//===- Nvrtc.cpp - NVRTC driver (dlopen'ed, so CPU-only use needs no CUDA) -===//
+#include "runtime/Nvrtc.h"
+
+#include "runtime/ArtifactStore.h"
+
+#include <nvrtc.h>
+
+#include <dlfcn.h>
+#include <filesystem>
+#include <mutex>
+
+namespace tgc {
+
+namespace {
+
+/// The NVRTC entry points tgc uses, resolved once.
+struct NvrtcApi {
+  void *handle = nullptr;
+  std::string why;
+#define TGC_NVRTC_FN(name) decltype(&::name) name = nullptr;
+  TGC_NVRTC_FN(nvrtcVersion)
+  TGC_NVRTC_FN(nvrtcCreateProgram)
+  TGC_NVRTC_FN(nvrtcCompileProgram)
+  TGC_NVRTC_FN(nvrtcDestroyProgram)
+  TGC_NVRTC_FN(nvrtcGetProgramLogSize)
+  TGC_NVRTC_FN(nvrtcGetProgramLog)
+  TGC_NVRTC_FN(nvrtcGetCUBINSize)
+  TGC_NVRTC_FN(nvrtcGetCUBIN)
+  TGC_NVRTC_FN(nvrtcGetPTXSize)
+  TGC_NVRTC_FN(nvrtcGetPTX)
+  TGC_NVRTC_FN(nvrtcGetErrorString)
+#undef TGC_NVRTC_FN
+};
+
+const NvrtcApi &api() {
+  static const NvrtcApi a = [] {
+    NvrtcApi a;
+    std::vector<std::string> candidates;
+    if (const char *env = std::getenv("TGC_NVRTC_LIBRARY"))
+      candidates.push_back(env);
+    candidates.push_back("libnvrtc.so.13");
+    candidates.push_back("/usr/local/cuda/lib64/libnvrtc.so.13");
+    candidates.push_back("/usr/local/cuda/lib64/libnvrtc.so");
+    for (const std::string &c : candidates)
+      if ((a.handle = dlopen(c.c_str(), RTLD_NOW | RTLD_LOCAL)))
+        break;
+    if (!a.handle) {
+      a.why = "libnvrtc not found (tried TGC_NVRTC_LIBRARY, libnvrtc.so.13, "
+              "/usr/local/cuda/lib64)";
+      return a;
+    }
+#define TGC_NVRTC_FN(name)                                                     \
+  a.name = reinterpret_cast<decltype(&::name)>(dlsym(a.handle, #name));        \
+  if (!a.name) {                                                               \
+    a.why = "libnvrtc lacks " #name;                                           \
+    a.handle = nullptr;                                                        \
+    return a;                                                                  \
+  }
+    TGC_NVRTC_FN(nvrtcVersion)
+    TGC_NVRTC_FN(nvrtcCreateProgram)
+    TGC_NVRTC_FN(nvrtcCompileProgram)
+    TGC_NVRTC_FN(nvrtcDestroyProgram)
+    TGC_NVRTC_FN(nvrtcGetProgramLogSize)
+    TGC_NVRTC_FN(nvrtcGetProgramLog)
+    TGC_NVRTC_FN(nvrtcGetCUBINSize)
+    TGC_NVRTC_FN(nvrtcGetCUBIN)
+    TGC_NVRTC_FN(nvrtcGetPTXSize)
+    TGC_NVRTC_FN(nvrtcGetPTX)
+    TGC_NVRTC_FN(nvrtcGetErrorString)
+#undef TGC_NVRTC_FN
+    return a;
+  }();
+  return a;
+}
+
+} // namespace
+
+bool nvrtcAvailable(std::string *why) {
+  if (why)
+    *why = api().why;
+  return api().handle != nullptr;
+}
+
+std::string nvrtcVersion() {
+  int major = 0, minor = 0;
+  if (!nvrtcAvailable() || api().nvrtcVersion(&major, &minor) != NVRTC_SUCCESS)
+    return "unavailable";
+  return std::to_string(major) + "." + std::to_string(minor);
+}
+
+std::vector<std::string> nvrtcOptions(const std::string &arch) {
+  std::vector<std::string> opts = {"-std=c++17", "--gpu-architecture=" + arch,
+                                   "-lineinfo"};
+  const char *home = std::getenv("CUDA_HOME");
+  std::string include = std::string(home && *home ? home : "/usr/local/cuda") + "/include";
+  if (std::filesystem::exists(include + "/cuda_fp16.h"))
+    opts.push_back("--include-path=" + include);
+  return opts;
+}
+
+NvrtcResult compileCuda(const std::string &source, const std::string &name,
+                        const std::string &arch) {
+  NvrtcResult r;
+  const NvrtcApi &a = api();
+  if (!a.handle) {
+    r.error = a.why;
+    return r;
+  }
+  nvrtcProgram prog;
+  nvrtcResult rc = a.nvrtcCreateProgram(&prog, source.c_str(), (name + ".cu").c_str(),
+                                        0, nullptr, nullptr);
+  if (rc != NVRTC_SUCCESS) {
+    r.error = std::string("nvrtcCreateProgram: ") + a.nvrtcGetErrorString(rc);
+    return r;
+  }
+  std::vector<std::string> opts = nvrtcOptions(arch);
+  std::vector<const char *> cOpts;
+  for (const std::string &o : opts)
+    cOpts.push_back(o.c_str());
+  rc = a.nvrtcCompileProgram(prog, cOpts.size(), cOpts.data());
+  size_t logSize = 0;
+  a.nvrtcGetProgramLogSize(prog, &logSize);
+  r.log.resize(logSize);
+  if (logSize)
+    a.nvrtcGetProgramLog(prog, r.log.data());
+  if (rc != NVRTC_SUCCESS) {
+    std::string saved = cacheDir() + "/failed/" + name + "." +
+                        contentHash(source) + ".cu";
+    writeFileAtomic(saved, source);
+    r.error = "NVRTC failed to compile kernel " + name + " for " + arch +
+              " (source saved to " + saved + "):\n" + r.log;
+    a.nvrtcDestroyProgram(&prog);
+    return r;
+  }
+  size_t size = 0;
+  if (a.nvrtcGetCUBINSize(prog, &size) == NVRTC_SUCCESS && size) {
+    r.cubin.resize(size);
+    a.nvrtcGetCUBIN(prog, r.cubin.data());
+  }
+  if (a.nvrtcGetPTXSize(prog, &size) == NVRTC_SUCCESS && size) {
+    r.ptx.resize(size);
+    a.nvrtcGetPTX(prog, r.ptx.data());
+  }
+  a.nvrtcDestroyProgram(&prog);
+  r.ok = true;
+  return r;
+}
+
+} // namespace tgc

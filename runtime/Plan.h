@@ -1,0 +1,90 @@
+//===- Plan.h - the executable form of one compiled graph (plain C++) -----===//
+//
+// A Plan is what the compiler hands the runtime and what caches and AOT
+// packages store: buffers with their layouts, then steps (launch kernel K,
+// call ATen op X) over them. This header has no LibTorch and no MLIR types,
+// so both halves of tgc can include it.
+//
+//===----------------------------------------------------------------------===//
+#ifndef TGC_RUNTIME_PLAN_H
+#define TGC_RUNTIME_PLAN_H
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace tgc {
+
+/// Element types tgc compiles; the order is part of cache keys.
+enum class DType : int8_t {
+  Bool, UInt8, Int8, Int16, Int32, Int64, Float16, BFloat16, Float32, Float64
+};
+const char *dtypeName(DType t);
+
+/// Sizes, strides (in elements) and element type of one buffer.
+struct TensorSpec {
+  std::vector<int64_t> sizes;
+  std::vector<int64_t> strides;
+  DType dtype = DType::Float32;
+  int64_t numel() const;
+};
+
+/// One argument of an ATen call, as plain data.
+struct ArgValue {
+  enum Kind : int8_t {
+    None, Bool, Int, Double, String, IntList, DoubleList, Device,
+    Tensor,       ///< `tensors[0]` is a value id
+    TensorList,   ///< `tensors` are value ids; -1 is None (optional lists)
+    ScalarTensor, ///< a wrapped number: `d` or `i` (per `isFloat`) of `dtype`
+  } kind = None;
+  bool b = false;
+  bool isFloat = false;
+  int64_t i = 0;
+  double d = 0;
+  DType dtype = DType::Float32;
+  std::string s; ///< String and Device payloads
+  std::vector<int64_t> ints;
+  std::vector<double> doubles;
+  std::vector<int> tensors;
+};
+
+/// Launch of one generated kernel over buffers `inputs` then `outputs`.
+struct KernelStep {
+  std::string name;
+  std::vector<int> inputs, outputs;
+  int64_t numel = 0;
+  int64_t block = 256;
+  int64_t vector = 1;
+};
+
+/// A call of an ATen operator through the dispatcher.
+struct ExternStep {
+  std::string op;       ///< "aten::mm"
+  std::string overload; ///< "" or "Tensor"
+  std::vector<ArgValue> args;
+  std::vector<int> outputs;
+};
+
+struct Step {
+  enum Kind : int8_t { Kernel, Extern } kind;
+  int index; ///< into Plan::kernels or Plan::externs
+};
+
+struct Plan {
+  std::string device = "cpu";      ///< "cpu" or "cuda"
+  std::vector<TensorSpec> values;  ///< every buffer the plan touches
+  std::vector<int> inputs;         ///< value ids bound to the graph inputs
+  std::vector<int> outputs;        ///< value ids returned
+  std::vector<Step> steps;
+  std::vector<KernelStep> kernels;
+  std::vector<ExternStep> externs;
+  std::string cpuSource;               ///< one C++ TU with every kernel
+  std::vector<std::string> cudaSources; ///< one CUDA TU per kernel
+
+  /// Human-readable listing (TGC_DEBUG_DIR, explain()).
+  std::string str() const;
+};
+
+} // namespace tgc
+
+#endif // TGC_RUNTIME_PLAN_H

@@ -1,0 +1,503 @@
+//===- Tracer.cpp - tracer tensors and the dispatcher fallback ------------===//
+#include "compiler/capture/Tracer.h"
+
+#include "runtime/Executor.h"
+
+#include <ATen/core/dispatch/Dispatcher.h>
+#include <ATen/ops/empty_strided.h>
+#include <c10/core/impl/LocalDispatchKeySet.h>
+#include <torch/library.h>
+
+#include <mutex>
+#include <optional>
+
+namespace tgc {
+
+namespace {
+
+constexpr c10::DispatchKey kTracerKey = c10::DispatchKey::PrivateUse2;
+
+thread_local TraceContext *currentContext = nullptr;
+
+/// The dispatch-key TLS as it was before the outermost capture began.
+thread_local std::optional<c10::impl::LocalDispatchKeySet> outerKeys;
+
+/// Restores the dispatch-key TLS of the code around the capture, so Meta
+/// computations inside the tracer dispatch normally.
+class OutsideTrace {
+public:
+  OutsideTrace() {
+    if (outerKeys)
+      guard_.emplace(outerKeys->included_, outerKeys->excluded_);
+  }
+
+private:
+  std::optional<c10::impl::ForceDispatchKeyGuard> guard_;
+};
+
+/// A Meta tensor with t's sizes, strides and dtype. Built with the tracer
+/// key excluded, so it is a real Meta tensor even inside a capture.
+at::Tensor metaLike(c10::IntArrayRef sizes, c10::IntArrayRef strides,
+                    at::ScalarType dtype) {
+  OutsideTrace outside;
+  return at::empty_strided(sizes, strides,
+                           at::TensorOptions().dtype(dtype).device(at::kMeta));
+}
+
+at::Tensor metaLike(const at::Tensor &t) {
+  return metaLike(t.sizes(), t.strides(), t.scalar_type());
+}
+
+/// A storage-less tensor standing for value `id` of a capture.
+class TracerTensorImpl : public c10::TensorImpl {
+public:
+  TracerTensorImpl(TraceContext *ctx, int id, const at::Tensor &meta,
+                   c10::Device device)
+      : TensorImpl(c10::DispatchKeySet(kTracerKey), meta.dtype(), device),
+        ctx(ctx), id(id) {
+    setLayout(meta);
+    set_storage_access_should_throw();
+  }
+
+  void setLayout(const at::Tensor &meta) {
+    set_sizes_and_strides(meta.sizes(), meta.strides(), meta.storage_offset());
+  }
+
+  c10::intrusive_ptr<TensorImpl>
+  shallow_copy_and_detach(const c10::VariableVersion &version,
+                          bool allowMetadataChange) const override {
+    return copy(version, allowMetadataChange);
+  }
+  c10::intrusive_ptr<TensorImpl>
+  shallow_copy_and_detach(c10::VariableVersion &&version,
+                          bool allowMetadataChange) const override {
+    return copy(version, allowMetadataChange);
+  }
+
+  TraceContext *ctx;
+  int id;
+
+private:
+  c10::intrusive_ptr<TensorImpl> copy(const c10::VariableVersion &version,
+                                      bool allowMetadataChange) const {
+    auto impl = c10::make_intrusive<TracerTensorImpl>(
+        ctx, id, metaLike(sizes(), strides(), dtype().toScalarType()), device());
+    copy_tensor_metadata(this, impl.get(), version, allowMetadataChange);
+    return impl;
+  }
+  const char *tensorimpl_type_name() const override { return "tgc::TracerTensorImpl"; }
+};
+
+TracerTensorImpl *asTracer(const at::Tensor &t) {
+  if (!t.defined())
+    return nullptr;
+  return dynamic_cast<TracerTensorImpl *>(t.unsafeGetTensorImpl());
+}
+
+
+std::string qualifiedName(const c10::FunctionSchema &s) {
+  return s.overload_name().empty() ? s.name() : s.name() + "." + s.overload_name();
+}
+
+/// Ops whose values must come to the host: capture cannot continue.
+bool needsHostValue(const std::string &name) {
+  return name == "aten::_local_scalar_dense" || name == "aten::item" ||
+         name == "aten::is_nonzero" || name == "aten::equal" ||
+         name == "aten::allclose";
+}
+
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// TraceContext
+//===----------------------------------------------------------------------===//
+
+TraceContext *TraceContext::current() { return currentContext; }
+
+int TraceContext::addValue(const at::Tensor &meta) {
+  TensorSpec spec;
+  spec.sizes = meta.sizes().vec();
+  spec.strides = meta.strides().vec();
+  if (!fromScalarType(meta.scalar_type(), spec.dtype))
+    throw GraphBreak("tensor", std::string("dtype ") +
+                                   c10::toString(meta.scalar_type()) +
+                                   " is not supported");
+  segment_.values.push_back(std::move(spec));
+  metas_.push_back(meta);
+  return segment_.values.size() - 1;
+}
+
+at::Tensor TraceContext::makeTracer(int id, const at::Tensor &meta) {
+  return at::detail::make_tensor<TracerTensorImpl>(this, id, meta,
+                                                   c10::Device(segment_.device));
+}
+
+std::vector<at::Tensor>
+TraceContext::makeInputs(const std::vector<at::Tensor> &inputs) {
+  std::vector<at::Tensor> tracers;
+  for (const at::Tensor &t : inputs) {
+    int id = addValue(metaLike(t));
+    segment_.inputs.push_back(id);
+    tracers.push_back(makeTracer(id, metas_[id]));
+  }
+  return tracers;
+}
+
+int TraceContext::valueOf(const at::Tensor &t) {
+  if (TracerTensorImpl *tr = asTracer(t)) {
+    if (tr->ctx != this)
+      throw GraphBreak("tensor", "a tracer tensor of another capture was used");
+    return tr->id;
+  }
+  auto it = liftedIds_.find(t.unsafeGetTensorImpl());
+  if (it != liftedIds_.end())
+    return it->second;
+  if (t.device().str() != segment_.device)
+    throw GraphBreak("tensor", "a captured tensor on " + t.device().str() +
+                                   " is used by a graph on " + segment_.device);
+  int id = addValue(metaLike(t));
+  segment_.inputs.push_back(id);
+  lifted_.push_back(t);
+  liftedIds_[t.unsafeGetTensorImpl()] = id;
+  return id;
+}
+
+const at::Tensor &TraceContext::metaOf(int id) const { return metas_[id]; }
+
+void TraceContext::setOutputs(const std::vector<at::Tensor> &outputs) {
+  segment_.outputs.clear();
+  for (const at::Tensor &t : outputs) {
+    if (!t.defined())
+      throw GraphBreak("output", "the function returned an undefined tensor");
+    segment_.outputs.push_back(valueOf(t));
+  }
+}
+
+bool isTracer(const at::Tensor &t) { return asTracer(t) != nullptr; }
+
+//===----------------------------------------------------------------------===//
+// TraceGuard
+//===----------------------------------------------------------------------===//
+
+/// While tracing, every op reaches the tracer: its key is included, and
+/// BackendSelect (which would send factory functions straight to a backend)
+/// is excluded.
+struct TraceGuard::Impl {
+  std::optional<c10::impl::LocalDispatchKeySet> previousOuter = outerKeys;
+  c10::impl::LocalDispatchKeySet now = c10::impl::tls_local_dispatch_key_set();
+  c10::impl::ForceDispatchKeyGuard force{
+      now.included_ | c10::DispatchKeySet(kTracerKey),
+      now.excluded_ | c10::DispatchKeySet(c10::DispatchKey::BackendSelect)};
+  Impl() {
+    if (!outerKeys)
+      outerKeys = now;
+  }
+  ~Impl() { outerKeys = previousOuter; }
+};
+
+static void registerTracerKernels();
+
+TraceGuard::TraceGuard(TraceContext &ctx)
+    : previous_(currentContext), impl_(nullptr) {
+  static std::once_flag once;
+  std::call_once(once, registerTracerKernels);
+  impl_ = new Impl;
+  currentContext = &ctx;
+}
+
+TraceGuard::~TraceGuard() {
+  delete impl_;
+  currentContext = previous_;
+}
+
+//===----------------------------------------------------------------------===//
+// The fallback
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// Records argument `v` and replaces it on the stack with its Meta stand-in.
+ArgValue recordArg(TraceContext &ctx, c10::IValue &v, const std::string &op) {
+  ArgValue a;
+  auto tensorRef = [&](const at::Tensor &t) -> int {
+    if (!t.defined())
+      return -1;
+    return ctx.valueOf(t);
+  };
+  if (v.isNone()) {
+    a.kind = ArgValue::None;
+  } else if (v.isTensor()) {
+    const at::Tensor &t = v.toTensor();
+    if (!t.defined()) {
+      a.kind = ArgValue::None;
+    } else if (!asTracer(t) && t.unsafeGetTensorImpl()->is_wrapped_number()) {
+      a.kind = ArgValue::ScalarTensor;
+      OutsideTrace outside; // reading a real 0-d CPU tensor
+      fromScalarType(t.scalar_type(), a.dtype);
+      a.isFloat = at::isFloatingType(t.scalar_type());
+      if (a.isFloat)
+        a.d = t.item<double>();
+      else
+        a.i = t.item<int64_t>();
+      at::Tensor m = metaLike(t);
+      m.unsafeGetTensorImpl()->set_wrapped_number(true);
+      v = m;
+    } else {
+      a.kind = ArgValue::Tensor;
+      a.tensors = {tensorRef(t)};
+      v = ctx.metaOf(a.tensors[0]);
+    }
+  } else if (v.isTensorList()) {
+    a.kind = ArgValue::TensorList;
+    std::vector<at::Tensor> metas;
+    for (const at::Tensor &t : v.toTensorVector()) {
+      a.tensors.push_back(tensorRef(t));
+      metas.push_back(ctx.metaOf(a.tensors.back()));
+    }
+    v = metas;
+  } else if (v.isOptionalTensorList()) {
+    a.kind = ArgValue::TensorList;
+    c10::List<std::optional<at::Tensor>> metas;
+    for (const std::optional<at::Tensor> &t : v.toOptionalTensorList()) {
+      int id = t ? tensorRef(*t) : -1;
+      a.tensors.push_back(id);
+      metas.push_back(id < 0 ? std::optional<at::Tensor>() : ctx.metaOf(id));
+    }
+    v = metas;
+  } else if (v.isBool()) {
+    a.kind = ArgValue::Bool;
+    a.b = v.toBool();
+  } else if (v.isInt()) {
+    a.kind = ArgValue::Int;
+    a.i = v.toInt();
+  } else if (v.isDouble()) {
+    a.kind = ArgValue::Double;
+    a.d = v.toDouble();
+  } else if (v.isString()) {
+    a.kind = ArgValue::String;
+    a.s = v.toStringRef();
+  } else if (v.isIntList()) {
+    a.kind = ArgValue::IntList;
+    a.ints = v.toIntVector();
+  } else if (v.isDoubleList()) {
+    a.kind = ArgValue::DoubleList;
+    a.doubles = v.toDoubleVector();
+  } else if (v.isDevice()) {
+    a.kind = ArgValue::Device;
+    a.s = v.toDevice().str();
+    if (c10::Device(a.s) != c10::Device(ctx.device()))
+      throw GraphBreak(op, "moves data to " + a.s);
+    v = c10::Device(at::kMeta);
+  } else {
+    throw GraphBreak(op, "has an argument of type " + v.tagKind() +
+                             " that capture does not support");
+  }
+  return a;
+}
+
+/// The argument a mutating return aliases (same alias set, written).
+std::optional<size_t> writtenArgument(const c10::FunctionSchema &s,
+                                      size_t ret) {
+  const c10::AliasInfo *r = s.returns()[ret].alias_info();
+  if (!r || !r->isWrite())
+    return std::nullopt;
+  for (size_t i = 0; i < s.arguments().size(); ++i) {
+    const c10::AliasInfo *a = s.arguments()[i].alias_info();
+    if (a && a->isWrite() && a->beforeSets() == r->beforeSets())
+      return i;
+  }
+  return std::nullopt;
+}
+
+bool hasMetaKernel(const c10::OperatorHandle &op) {
+  return op.hasKernelForDispatchKey(c10::DispatchKey::Meta) ||
+         op.hasKernelForDispatchKey(c10::DispatchKey::CompositeExplicitAutograd);
+}
+
+/// Ops whose output shapes depend on tensor values: no example can stand
+/// in for them.
+bool isDataDependent(const std::string &name) {
+  static const char *ops[] = {"aten::nonzero", "aten::unique", "aten::_unique",
+                              "aten::_unique2", "aten::unique_dim",
+                              "aten::unique_consecutive", "aten::masked_select",
+                              "aten::repeat_interleave", "aten::bincount",
+                              "aten::argwhere", "aten::nonzero_numpy"};
+  for (const char *op : ops)
+    if (name.rfind(op, 0) == 0)
+      return true;
+  return false;
+}
+
+/// Output metadata for an op that has no C++ Meta kernel (many pointwise ops
+/// only have Python meta registrations): run its CPU kernel once on zeros of
+/// the same sizes, strides and dtypes and keep only the outputs' metadata.
+/// Values never matter, except for data-dependent ops, which break instead.
+void runByExample(const c10::OperatorHandle &op, torch::jit::Stack &stack,
+                  const std::string &name) {
+  if (isDataDependent(name))
+    throw GraphBreak(name, "its output shape depends on tensor values");
+  constexpr int64_t kMaxExampleBytes = int64_t(256) << 20;
+  int64_t bytes = 0;
+  auto toExample = [&](const at::Tensor &meta) {
+    bytes += meta.numel() * meta.element_size();
+    if (bytes > kMaxExampleBytes)
+      throw GraphBreak(name, "has no Meta kernel and its inputs are too large "
+                             "to infer shapes by example");
+    at::Tensor t = at::empty_strided(meta.sizes(), meta.strides(),
+                                     at::TensorOptions().dtype(meta.scalar_type()));
+    t.zero_();
+    if (meta.unsafeGetTensorImpl()->is_wrapped_number())
+      t.unsafeGetTensorImpl()->set_wrapped_number(true);
+    return t;
+  };
+  const size_t n = op.schema().arguments().size();
+  for (size_t i = stack.size() - n; i < stack.size(); ++i) {
+    c10::IValue &v = stack[i];
+    if (v.isTensor() && v.toTensor().defined())
+      v = toExample(v.toTensor());
+    else if (v.isTensorList()) {
+      std::vector<at::Tensor> ts;
+      for (const at::Tensor &t : v.toTensorVector())
+        ts.push_back(toExample(t));
+      v = ts;
+    } else if (v.isOptionalTensorList()) {
+      c10::List<std::optional<at::Tensor>> ts;
+      for (const std::optional<at::Tensor> &t : v.toOptionalTensorList())
+        ts.push_back(t ? std::optional<at::Tensor>(toExample(*t)) : std::nullopt);
+      v = ts;
+    } else if (v.isDevice()) {
+      v = c10::Device(at::kCPU);
+    }
+  }
+  op.callBoxed(&stack);
+  const size_t r = op.schema().returns().size();
+  for (size_t i = stack.size() - r; i < stack.size(); ++i) {
+    c10::IValue &v = stack[i];
+    if (v.isTensor())
+      v = metaLike(v.toTensor());
+    else if (v.isTensorList()) {
+      std::vector<at::Tensor> ts;
+      for (const at::Tensor &t : v.toTensorVector())
+        ts.push_back(metaLike(t));
+      v = ts;
+    }
+  }
+}
+
+TraceContext *contextOf(const torch::jit::Stack &stack, size_t n) {
+  for (size_t i = stack.size() - n; i < stack.size(); ++i)
+    if (stack[i].isTensor())
+      if (TracerTensorImpl *t = asTracer(stack[i].toTensor()))
+        return t->ctx;
+  return currentContext;
+}
+
+void tracerFallback(const c10::OperatorHandle &op, torch::jit::Stack *stack) {
+  const c10::FunctionSchema &schema = op.schema();
+  const std::string name = qualifiedName(schema);
+  const size_t nArgs = schema.arguments().size();
+  TraceContext *ctx = contextOf(*stack, nArgs);
+  TORCH_CHECK(ctx, "tgc: a tracer tensor reached ", name,
+              " outside of capture; tracer tensors must not escape tgc::compile");
+  if (needsHostValue(schema.name()))
+    throw GraphBreak(name, "needs a tensor's value on the host (item(), bool "
+                           "conversion or a comparison read on the CPU)");
+
+  SegmentNode node;
+  node.op = schema.name();
+  node.overload = schema.overload_name();
+  node.mutates = schema.is_mutable();
+  std::vector<c10::IValue> originals(stack->end() - nArgs, stack->end());
+  for (size_t i = stack->size() - nArgs, k = 0; i < stack->size(); ++i, ++k)
+    node.args.push_back(recordArg(*ctx, (*stack)[i], name));
+
+  try {
+    OutsideTrace outside;
+    if (hasMetaKernel(op))
+      op.callBoxed(stack);
+    else
+      runByExample(op, *stack, name);
+  } catch (const GraphBreak &) {
+    throw;
+  } catch (const c10::Error &e) {
+    throw GraphBreak(name, std::string("its Meta kernel failed (no Meta kernel "
+                                       "or a data-dependent shape): ") +
+                               e.what_without_backtrace());
+  }
+
+  const size_t nRets = schema.returns().size();
+  for (size_t j = 0, i = stack->size() - nRets; j < nRets; ++j, ++i) {
+    c10::IValue &r = (*stack)[i];
+    if (r.isTensor()) {
+      at::Tensor meta = r.toTensor();
+      int id = ctx->addValue(meta);
+      node.outputs.push_back(id);
+      if (auto arg = writtenArgument(schema, j)) {
+        // In-place/out= ops return the argument itself, now a new version.
+        at::Tensor self = originals[*arg].toTensor();
+        if (TracerTensorImpl *t = asTracer(self)) {
+          t->id = id;
+          t->setLayout(meta);
+        }
+        r = self;
+      } else {
+        r = ctx->makeTracer(id, meta);
+      }
+    } else if (r.isTensorList()) {
+      std::vector<at::Tensor> outs;
+      for (const at::Tensor &meta : r.toTensorVector()) {
+        int id = ctx->addValue(meta);
+        node.outputs.push_back(id);
+        outs.push_back(ctx->makeTracer(id, meta));
+      }
+      r = outs;
+    } else {
+      throw GraphBreak(name, "returns a " + r.tagKind() +
+                                 ", a value the host must read");
+    }
+  }
+  ctx->addNode(std::move(node));
+}
+
+} // namespace
+
+TORCH_LIBRARY_IMPL(_, PrivateUse2, m) {
+  m.fallback(torch::CppFunction::makeFromBoxedFunction<&tracerFallback>());
+}
+
+/// Routes to the tracer the ATen ops whose generic (composite) kernels
+/// would otherwise run on tracer tensors and fail: structured ops (their
+/// CompositeExplicitAutogradNonFunctional kernels build a TensorIterator over
+/// data) and composite view ops (they alias storage). Everything else that is
+/// composite decomposes above the tracer, as it does for any backend.
+static void registerTracerKernels() {
+  static torch::Library *lib = nullptr;
+  if (lib)
+    return;
+  lib = new torch::Library(torch::Library::IMPL, "aten", kTracerKey, __FILE__,
+                           __LINE__);
+  auto &dispatcher = c10::Dispatcher::singleton();
+  for (const c10::OperatorName &name : dispatcher.getAllOpNames()) {
+    if (name.name.rfind("aten::", 0) != 0)
+      continue;
+    auto op = dispatcher.findOp(name);
+    if (!op || !op->hasSchema() || op->hasKernelForDispatchKey(kTracerKey))
+      continue;
+    const c10::FunctionSchema &schema = op->schema();
+    bool structured = op->hasKernelForDispatchKey(
+        c10::DispatchKey::CompositeExplicitAutogradNonFunctional);
+    bool view = op->hasKernelForDispatchKey(
+                    c10::DispatchKey::CompositeExplicitAutograd) &&
+                !schema.returns().empty() && schema.returns()[0].alias_info() &&
+                !schema.returns()[0].alias_info()->isWrite();
+    if (!structured && !view)
+      continue;
+    std::string qualified = name.name.substr(6);
+    if (!name.overload_name.empty())
+      qualified += "." + name.overload_name;
+    lib->impl(qualified.c_str(),
+              torch::CppFunction::makeFromBoxedFunction<&tracerFallback>());
+  }
+}
+
+} // namespace tgc

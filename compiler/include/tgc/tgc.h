@@ -1,0 +1,185 @@
+//===- tgc.h - the public API of tgc --------------------------------------===//
+//
+//   auto f = tgc::compile([](torch::Tensor a, torch::Tensor b) {
+//     return (a * b + 1).relu();
+//   });
+//   torch::Tensor y = f(a, b);   // same signature as the callable
+//
+// The first call with new input shapes, strides, dtypes or devices captures
+// the ATen ops the callable runs, compiles them into fused kernels and keeps
+// the result; later calls with the same properties replay it. Anything tgc
+// cannot compile runs eagerly, with the reason logged (TGC_LOG=fallbacks).
+//
+//===----------------------------------------------------------------------===//
+#ifndef TGC_TGC_H
+#define TGC_TGC_H
+
+#include <ATen/core/Tensor.h>
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+namespace tgc {
+
+enum class Mode { Default, ReduceOverhead, MaxAutotune };
+enum class Backend { Auto, Cpu, Cuda };
+
+struct Options {
+  Mode mode = Mode::Default;
+  bool fullgraph = false;  ///< a capture failure throws instead of running eagerly
+  bool dynamic = false;    ///< reserved: shapes are specialized for now
+  int recompile_limit = 8; ///< guard misses compiled before running eagerly
+  std::string cache_dir;   ///< overrides TGC_CACHE_DIR when set
+  Backend backend = Backend::Auto;
+};
+
+/// Process-wide counters since start (or the last reset()).
+struct Stats {
+  int64_t graphs_compiled = 0;
+  int64_t kernels_compiled = 0;
+  int64_t graph_breaks = 0;
+  int64_t recompiles = 0;
+  int64_t cache_hits_memory = 0;
+  int64_t cache_hits_disk = 0;
+  int64_t eager_fallbacks = 0;
+  int64_t kernel_launches = 0;
+  int64_t extern_calls = 0;
+};
+
+Stats stats();
+/// Drops every in-memory cache of compiled graphs and zeroes the counters.
+void reset();
+
+namespace detail {
+
+/// The type-erased core of a compiled callable.
+class Engine {
+public:
+  using Body = std::function<std::vector<at::Tensor>(const std::vector<at::Tensor> &)>;
+  explicit Engine(Options options);
+  ~Engine();
+  /// Runs the callable on `inputs`: replays a compiled graph when one
+  /// matches (tensor properties plus `scalarKey`), else captures `body`.
+  std::vector<at::Tensor> call(const std::vector<at::Tensor> &inputs,
+                               const std::string &scalarKey, const Body &body);
+  /// Forgets every compiled specialization (tgc::reset()).
+  void clear();
+
+private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+template <class T> struct IsTensor : std::is_same<std::decay_t<T>, at::Tensor> {};
+
+template <class T> void appendScalar(std::string &key, const T &v) {
+  using D = std::decay_t<T>;
+  static_assert(std::is_arithmetic_v<D>,
+                "tgc::compile: arguments must be tensors, integers, floating-point "
+                "numbers or booleans");
+  key += std::to_string(v);
+  key += ';';
+}
+
+template <class Tuple, size_t... J>
+constexpr size_t countTensors(std::index_sequence<J...>) {
+  return (size_t(0) + ... + size_t(IsTensor<std::tuple_element_t<J, Tuple>>::value));
+}
+
+/// Argument I of `args`, or its replacement when it is a tensor.
+template <size_t I, class Tuple>
+decltype(auto) substitute(Tuple &args, const std::vector<at::Tensor> &tensors) {
+  using A = std::tuple_element_t<I, Tuple>;
+  if constexpr (IsTensor<A>::value) {
+    return static_cast<const at::Tensor &>(
+        tensors[countTensors<Tuple>(std::make_index_sequence<I>{})]);
+  } else {
+    return std::get<I>(args);
+  }
+}
+
+template <class R> std::vector<at::Tensor> flattenResult(R &&r) {
+  using D = std::decay_t<R>;
+  if constexpr (std::is_same_v<D, at::Tensor>) {
+    return {std::forward<R>(r)};
+  } else if constexpr (std::is_same_v<D, std::vector<at::Tensor>>) {
+    return std::forward<R>(r);
+  } else {
+    return std::apply(
+        [](auto &&...t) { return std::vector<at::Tensor>{at::Tensor(t)...}; },
+        std::forward<R>(r));
+  }
+}
+
+template <class R, size_t... I>
+R tupleFrom(std::vector<at::Tensor> &out, std::index_sequence<I...>) {
+  return R{std::move(out.at(I))...};
+}
+
+template <class R> R unflattenResult(std::vector<at::Tensor> &&out) {
+  if constexpr (std::is_same_v<R, at::Tensor>) {
+    return std::move(out.at(0));
+  } else if constexpr (std::is_same_v<R, std::vector<at::Tensor>>) {
+    return std::move(out);
+  } else {
+    return tupleFrom<R>(out, std::make_index_sequence<std::tuple_size_v<R>>{});
+  }
+}
+
+} // namespace detail
+
+/// A compiled callable; call it like the original.
+template <class F> class Compiled {
+public:
+  Compiled(F fn, Options options)
+      : fn_(std::make_shared<F>(std::move(fn))),
+        engine_(std::make_shared<detail::Engine>(std::move(options))) {}
+
+  template <class... Args> auto operator()(Args &&...args) const {
+    using R = std::decay_t<std::invoke_result_t<F &, Args...>>;
+    std::vector<at::Tensor> tensors;
+    std::string key;
+    auto collect = [&](auto &&a) {
+      if constexpr (detail::IsTensor<decltype(a)>::value)
+        tensors.push_back(a);
+      else
+        detail::appendScalar(key, a);
+    };
+    (collect(args), ...);
+    auto argTuple = std::forward_as_tuple(args...);
+    auto body = [&](const std::vector<at::Tensor> &replaced) {
+      return callWith(argTuple, replaced,
+                      std::make_index_sequence<sizeof...(Args)>{});
+    };
+    return detail::unflattenResult<R>(engine_->call(tensors, key, body));
+  }
+
+private:
+  template <class Tuple, size_t... I>
+  std::vector<at::Tensor> callWith(Tuple &args,
+                                   const std::vector<at::Tensor> &tensors,
+                                   std::index_sequence<I...>) const {
+    return detail::flattenResult(
+        (*fn_)(detail::substitute<I>(args, tensors)...));
+  }
+
+  std::shared_ptr<F> fn_;
+  std::shared_ptr<detail::Engine> engine_;
+};
+
+/// Compiles a C++ callable taking tensors (and int/double/bool arguments,
+/// specialized by value) and returning a tensor, a std::tuple of tensors or
+/// a std::vector of tensors.
+template <class F> Compiled<std::decay_t<F>> compile(F &&fn, Options options = {}) {
+  return Compiled<std::decay_t<F>>(std::forward<F>(fn), std::move(options));
+}
+
+} // namespace tgc
+
+#endif // TGC_TGC_H

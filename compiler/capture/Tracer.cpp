@@ -217,8 +217,18 @@ TraceGuard::~TraceGuard() {
 namespace {
 
 /// Records argument `v` and replaces it on the stack with its Meta stand-in.
-ArgValue recordArg(TraceContext &ctx, c10::IValue &v, const std::string &op) {
+ArgValue recordArg(TraceContext &ctx, c10::IValue &v, const c10::Argument &arg,
+                   const std::string &op) {
   ArgValue a;
+  auto optional = arg.type()->cast<c10::OptionalType>();
+  if (v.isNone() && optional &&
+      optional->getElementType()->kind() == c10::TypeKind::DeviceObjType) {
+    // A factory without a device makes CPU tensors; compute it on Meta.
+    if (ctx.device() != "cpu")
+      throw GraphBreak(op, "creates a CPU tensor inside a graph on " + ctx.device());
+    v = c10::Device(at::kMeta);
+    return a; // None
+  }
   auto tensorRef = [&](const at::Tensor &t) -> int {
     if (!t.defined())
       return -1;
@@ -409,7 +419,7 @@ void tracerFallback(const c10::OperatorHandle &op, torch::jit::Stack *stack) {
   node.mutates = schema.is_mutable();
   std::vector<c10::IValue> originals(stack->end() - nArgs, stack->end());
   for (size_t i = stack->size() - nArgs, k = 0; i < stack->size(); ++i, ++k)
-    node.args.push_back(recordArg(*ctx, (*stack)[i], name));
+    node.args.push_back(recordArg(*ctx, (*stack)[i], schema.arguments()[k], name));
 
   try {
     OutsideTrace outside;

@@ -1,0 +1,86 @@
+// Pipeline: a Segment becomes tg, is fused, scheduled and emitted as a Plan.
+#include "compiler/pipeline/Pipeline.h"
+
+#include <gtest/gtest.h>
+
+namespace tgc {
+
+/// The skeleton's segment, (a * b + 1).relu() with b broadcast over rows.
+Segment skeletonSegment(const std::string &device) {
+  Segment s;
+  s.device = device;
+  s.values = {{{4, 8}, {8, 1}, DType::Float32},
+              {{8}, {1}, DType::Float32},
+              {{4, 8}, {8, 1}, DType::Float32},
+              {{4, 8}, {8, 1}, DType::Float32},
+              {{4, 8}, {8, 1}, DType::Float32}};
+  s.inputs = {0, 1};
+  ArgValue a, b, one, alpha, x, y;
+  a.kind = b.kind = x.kind = y.kind = ArgValue::Tensor;
+  a.tensors = {0};
+  b.tensors = {1};
+  x.tensors = {2};
+  y.tensors = {3};
+  one.kind = ArgValue::ScalarTensor;
+  one.i = 1;
+  one.dtype = DType::Int64;
+  alpha.kind = ArgValue::Int;
+  alpha.i = 1;
+  s.nodes = {{"aten::mul", "Tensor", {a, b}, {2}},
+             {"aten::add", "Tensor", {x, one, alpha}, {3}},
+             {"aten::relu", "", {y}, {4}}};
+  s.outputs = {4};
+  return s;
+}
+
+namespace {
+
+TEST(Pipeline, SkeletonIsOneFusedKernel) {
+  PipelineResult r = runPipeline(skeletonSegment("cpu"));
+  ASSERT_TRUE(r.ok) << r.error;
+  EXPECT_NE(r.importedIR.find("tg.mul"), std::string::npos);
+  EXPECT_NE(r.importedIR.find("tg.broadcast"), std::string::npos);
+  EXPECT_NE(r.finalIR.find("tgk.kernel"), std::string::npos);
+  EXPECT_EQ(r.finalIR.find("tg.mul"), std::string::npos);
+  ASSERT_EQ(r.plan.kernels.size(), 1u);
+  EXPECT_TRUE(r.plan.externs.empty());
+  EXPECT_EQ(r.plan.kernels[0].inputs.size(), 2u);
+  EXPECT_EQ(r.plan.kernels[0].numel, 32);
+  EXPECT_NE(r.plan.cpuSource.find("extern \"C\" void k0"), std::string::npos);
+  EXPECT_NE(r.plan.cpuSource.find("#pragma omp"), std::string::npos);
+}
+
+TEST(Pipeline, UnknownOpsBecomeExternCalls) {
+  Segment s;
+  s.values = {{{4, 3}, {3, 1}, DType::Float32},
+              {{3, 5}, {5, 1}, DType::Float32},
+              {{4, 5}, {5, 1}, DType::Float32},
+              {{4, 5}, {5, 1}, DType::Float32}};
+  s.inputs = {0, 1};
+  ArgValue a, b, c;
+  a.kind = b.kind = c.kind = ArgValue::Tensor;
+  a.tensors = {0};
+  b.tensors = {1};
+  c.tensors = {2};
+  s.nodes = {{"aten::mm", "", {a, b}, {2}}, {"aten::tanh", "", {c}, {3}}};
+  s.outputs = {3};
+  PipelineResult r = runPipeline(s);
+  ASSERT_TRUE(r.ok) << r.error;
+  ASSERT_EQ(r.plan.steps.size(), 2u);
+  EXPECT_EQ(r.plan.steps[0].kind, Step::Extern);
+  EXPECT_EQ(r.plan.externs[0].op, "aten::mm");
+  EXPECT_EQ(r.plan.steps[1].kind, Step::Kernel);
+}
+
+TEST(Pipeline, UnsupportedDtypeIsAClearError) {
+  Segment s;
+  s.values = {{{4}, {1}, DType::UInt8}};
+  s.inputs = {0};
+  s.outputs = {0};
+  PipelineResult r = runPipeline(s);
+  EXPECT_FALSE(r.ok);
+  EXPECT_NE(r.error.find("u8"), std::string::npos) << r.error;
+}
+
+} // namespace
+} // namespace tgc

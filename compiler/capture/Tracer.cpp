@@ -423,9 +423,20 @@ void tracerFallback(const c10::OperatorHandle &op, torch::jit::Stack *stack) {
 
   try {
     OutsideTrace outside;
-    if (hasMetaKernel(op))
-      op.callBoxed(stack);
-    else
+    bool done = false;
+    if (hasMetaKernel(op)) {
+      // A composite Meta kernel may still reach an op without one.
+      const size_t base = stack->size() - nArgs;
+      std::vector<c10::IValue> metaArgs(stack->begin() + base, stack->end());
+      try {
+        op.callBoxed(stack);
+        done = true;
+      } catch (const c10::NotImplementedError &) {
+        stack->resize(base);
+        stack->insert(stack->end(), metaArgs.begin(), metaArgs.end());
+      }
+    }
+    if (!done)
       runByExample(op, *stack, name);
   } catch (const GraphBreak &) {
     throw;
@@ -478,7 +489,8 @@ TORCH_LIBRARY_IMPL(_, PrivateUse2, m) {
 /// Routes to the tracer the ATen ops whose generic (composite) kernels
 /// would otherwise run on tracer tensors and fail: structured ops (their
 /// CompositeExplicitAutogradNonFunctional kernels build a TensorIterator over
-/// data) and composite view ops (they alias storage). Everything else that is
+/// data), composite view ops (they alias storage) and composite ops that also
+/// have dedicated backend kernels. Everything else that is
 /// composite decomposes above the tracer, as it does for any backend.
 static void registerTracerKernels() {
   static torch::Library *lib = nullptr;
@@ -500,7 +512,14 @@ static void registerTracerKernels() {
                     c10::DispatchKey::CompositeExplicitAutograd) &&
                 !schema.returns().empty() && schema.returns()[0].alias_info() &&
                 !schema.returns()[0].alias_info()->isWrite();
-    if (!structured && !view)
+    // Ops with a generic math kernel and dedicated CPU/CUDA kernels (e.g.
+    // native_layer_norm): the dedicated kernel is what eager runs, so keep
+    // the op whole rather than tracing its slower math decomposition.
+    bool specialized =
+        op->hasKernelForDispatchKey(c10::DispatchKey::CompositeExplicitAutograd) &&
+        (op->hasKernelForDispatchKey(c10::DispatchKey::CPU) ||
+         op->hasKernelForDispatchKey(c10::DispatchKey::CUDA));
+    if (!structured && !view && !specialized)
       continue;
     std::string qualified = name.name.substr(6);
     if (!name.overload_name.empty())

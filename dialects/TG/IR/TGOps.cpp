@@ -229,6 +229,12 @@ Value CastOp::buildScalar(OpBuilder &b, Location loc, ValueRange v) {
   return b.create<arith::TruncIOp>(loc, to, x);
 }
 
+OpFoldResult CastOp::fold(FoldAdaptor) {
+  if (getInput().getType() == getType())
+    return getInput();
+  return {};
+}
+
 //===----------------------------------------------------------------------===//
 // ConstantOp
 //===----------------------------------------------------------------------===//
@@ -265,6 +271,17 @@ LogicalResult BroadcastOp::verify() {
              << i << " has size " << a << ", which cannot broadcast to " << r;
   }
   return success();
+}
+
+OpFoldResult BroadcastOp::fold(FoldAdaptor) {
+  if (getInput().getType() == getType())
+    return getInput();
+  // broadcast(broadcast(x)) is one broadcast of x.
+  if (auto inner = getInput().getDefiningOp<BroadcastOp>()) {
+    getInputMutable().assign(inner.getInput());
+    return getResult();
+  }
+  return {};
 }
 
 AffineMap BroadcastOp::getInputMap() {

@@ -168,6 +168,7 @@ def TG_CastOp : TG_Op<"cast", [Pure, Elementwise, SameOperandsAndResultShape,
   let results = (outs TG_StaticTensor:$result);
   let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
   let hasVerifier = 1;
+  let hasFolder = 1;
 }
 
 //===----------------------------------------------------------------------===//
@@ -208,6 +209,7 @@ def TG_BroadcastOp : TG_Op<"broadcast", [Pure]> {
   let results = (outs TG_StaticTensor:$result);
   let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
   let hasVerifier = 1;
+  let hasFolder = 1;
   let extraClassDeclaration = [{
     /// The affine map from result indices to input indices (broadcast
     /// dimensions read index 0).

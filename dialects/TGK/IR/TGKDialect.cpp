@@ -3,6 +3,7 @@
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/DialectImplementation.h"
+#include "mlir/IR/PatternMatch.h"
 #include "llvm/ADT/TypeSwitch.h"
 
 using namespace mlir;
@@ -121,6 +122,52 @@ LogicalResult KernelOp::verifyRegions() {
       return emitOpError("yielded type ")
              << v.getType() << " does not match result element type";
   return success();
+}
+
+namespace {
+
+/// Drops kernel results nobody uses: the kernel stops writing them.
+struct DropUnusedResults : public OpRewritePattern<KernelOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(KernelOp k,
+                                PatternRewriter &rewriter) const override {
+    SmallVector<unsigned> live;
+    for (OpResult r : k.getResults())
+      if (!r.use_empty())
+        live.push_back(r.getResultNumber());
+    if (live.size() == k.getNumResults() || live.empty())
+      return failure(); // nothing to drop, or the whole kernel is dead (DCE)
+    SmallVector<Type> types;
+    SmallVector<Attribute> strides;
+    for (unsigned i : live) {
+      types.push_back(k.getResult(i).getType());
+      strides.push_back(k.getResultStrides()[i]);
+    }
+    auto maps = llvm::to_vector(k.getIndexingMaps().getAsValueRange<AffineMapAttr>());
+    auto fresh = rewriter.create<KernelOp>(
+        k.getLoc(), types, k.getSymName(), k.getInputs(), k.getIterationShape(),
+        maps, k.getInputStrides(), rewriter.getArrayAttr(strides));
+    if (auto s = k.getScheduleAttr())
+      fresh.setScheduleAttr(s);
+    rewriter.inlineRegionBefore(k.getBody(), fresh.getBody(), fresh.getBody().end());
+    auto yield = cast<YieldOp>(fresh.getBody().front().getTerminator());
+    SmallVector<Value> kept;
+    for (unsigned i : live)
+      kept.push_back(yield.getValues()[i]);
+    rewriter.setInsertionPoint(yield);
+    rewriter.replaceOpWithNewOp<YieldOp>(yield, kept);
+    for (auto [i, r] : llvm::enumerate(live))
+      rewriter.replaceAllUsesWith(k.getResult(r), fresh.getResult(i));
+    rewriter.eraseOp(k);
+    return success();
+  }
+};
+
+} // namespace
+
+void KernelOp::getCanonicalizationPatterns(RewritePatternSet &results,
+                                           MLIRContext *context) {
+  results.add<DropUnusedResults>(context);
 }
 
 #define GET_OP_CLASSES

@@ -87,6 +87,7 @@ def TGK_KernelOp : TGK_Op<"kernel", [Pure, IsolatedFromAbove,
   }];
   let hasVerifier = 1;
   let hasRegionVerifier = 1;
+  let hasCanonicalizer = 1;
   let skipDefaultBuilders = 1;
   let builders = [
     OpBuilder<(ins "::mlir::TypeRange":$results, "::llvm::StringRef":$name,

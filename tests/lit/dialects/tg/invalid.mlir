@@ -60,37 +60,3 @@ func.func @extern_name(%a: tensor<4xf32>) -> tensor<4xf32> {
   %r = tg.extern "relu"(%a) {args = [#tg.operand<0>], result_strides = [array<i64: 1>]} : (tensor<4xf32>) -> tensor<4xf32>
   return %r : tensor<4xf32>
 }
-
-// -----
-
-// Tests that a kernel's body takes one scalar per input.
-func.func @kernel_args(%a: tensor<4xf32>) -> tensor<4xf32> {
-  // expected-error @+1 {{body takes 2 scalars for 1 inputs}}
-  %r = tgk.kernel "k0" ins(%a : tensor<4xf32>) {iteration_shape = array<i64: 4>,
-      indexing_maps = [affine_map<(d0) -> (d0)>], input_strides = [array<i64: 1>],
-      result_strides = [array<i64: 1>]} -> tensor<4xf32> {
-  ^bb0(%x: f32, %y: f32):
-    tgk.yield %x : f32
-  }
-  return %r : tensor<4xf32>
-}
-
-// -----
-
-// Tests that indexing maps match the iteration space and input ranks.
-func.func @kernel_map(%a: tensor<4xf32>) -> tensor<4x4xf32> {
-  // expected-error @+1 {{indexing map 0 must map 2 iteration dims to the 1 dims of input 0}}
-  %r = tgk.kernel "k0" ins(%a : tensor<4xf32>) {iteration_shape = array<i64: 4, 4>,
-      indexing_maps = [affine_map<(d0) -> (d0)>], input_strides = [array<i64: 1>],
-      result_strides = [array<i64: 4, 1>]} -> tensor<4x4xf32> {
-  ^bb0(%x: f32):
-    tgk.yield %x : f32
-  }
-  return %r : tensor<4x4xf32>
-}
-
-// -----
-
-// Tests that schedules name a known kernel kind.
-// expected-error @+1 {{unknown kernel kind "magic"}}
-func.func private @bad_schedule() attributes {s = #tgk.schedule<kind = "magic", block = 256, vector = 4, warps = 8>}

@@ -31,6 +31,7 @@ Stats stats() {
   s.eager_fallbacks = c.eagerFallbacks;
   s.kernel_launches = c.kernelLaunches;
   s.extern_calls = c.externCalls;
+  s.captures = c.captures;
   return s;
 }
 
@@ -43,25 +44,42 @@ std::vector<detail::Engine *> &registry() {
   return engines;
 }
 
-/// One compiled (or eagerly run) specialization of a callable.
+/// One specialization of a callable (one guard key).
 struct Entry {
-  std::shared_ptr<CompiledGraph> graph; ///< null: run eagerly
-  std::vector<at::Tensor> lifted;       ///< captured tensors, extra inputs
-  std::string reason;                   ///< why it runs eagerly
+  /// Single-segment captures replay this plan without running user code.
+  std::shared_ptr<CompiledGraph> graph;
+  std::vector<at::Tensor> lifted;    ///< captured tensors, extra inputs
+  std::vector<TensorSpec> liftedSpecs; ///< their layout when captured
+  /// Captures with graph breaks re-run the user code each call, tracing
+  /// lazily; their segments come from the segment cache.
+  bool lazy = false;
+  std::string reason; ///< why it runs eagerly (graph and lazy unset)
 };
+
+TensorSpec specOf(const at::Tensor &t) {
+  TensorSpec s;
+  s.sizes = t.sizes().vec();
+  s.strides = t.strides().vec();
+  fromScalarType(t.scalar_type(), s.dtype);
+  return s;
+}
+
+bool sameSpec(const TensorSpec &a, const TensorSpec &b) {
+  return a.sizes == b.sizes && a.strides == b.strides && a.dtype == b.dtype;
+}
 
 /// The guard key: everything a compiled graph is specialized on.
 std::string guardKey(const std::vector<at::Tensor> &inputs,
                      const std::string &scalars) {
   std::ostringstream k;
-  k << (at::GradMode::is_enabled() ? 'G' : 'g') << '|' << scalars << '|';
+  k << (at::GradMode::is_enabled() ? "grad" : "nograd") << '|' << scalars << '|';
   for (const at::Tensor &t : inputs) {
     if (!t.defined()) {
       k << "undef;";
       continue;
     }
-    k << c10::toString(t.scalar_type()) << '@' << t.device() << (t.requires_grad() ? "+rg" : "")
-      << t.sizes() << t.strides() << ';';
+    k << c10::toString(t.scalar_type()) << '@' << t.device()
+      << (t.requires_grad() ? "+rg" : "") << t.sizes() << t.strides() << ';';
   }
   return k.str();
 }
@@ -83,6 +101,72 @@ void dumpDebug(const PipelineResult &r, const Segment &seg) {
     std::ofstream(stem + ".k" + std::to_string(i) + ".cu") << r.plan.cudaSources[i];
 }
 
+/// Compiled segments by structural key, shared by every engine: the same
+/// graph reached from two callables (or twice lazily) compiles once.
+class SegmentCache {
+public:
+  std::shared_ptr<CompiledGraph> get(const Segment &seg) {
+    std::string key = seg.structuralKey();
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      auto it = graphs_.find(key);
+      if (it != graphs_.end()) {
+        counters().cacheHitsMemory++;
+        return it->second;
+      }
+    }
+    std::shared_ptr<CompiledGraph> g = compile(seg);
+    std::lock_guard<std::mutex> lock(mutex_);
+    return graphs_.emplace(key, g).first->second;
+  }
+  void clear() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    graphs_.clear();
+  }
+
+private:
+  static std::shared_ptr<CompiledGraph> compile(const Segment &seg) {
+    PipelineResult r = runPipeline(seg);
+    dumpDebug(r, seg);
+    std::string error;
+    std::shared_ptr<CompiledGraph> g;
+    if (r.ok)
+      g = CompiledGraph::load(std::move(r.plan), error);
+    else
+      error = r.error;
+    if (g) {
+      counters().graphsCompiled++;
+      counters().kernelsCompiled += g->kernelsCompiled();
+      return g;
+    }
+    // Nothing is lost: the segment's ops run through ATen as eager would.
+    log("fallbacks", "segment runs op by op through ATen: " + error);
+    counters().eagerFallbacks++;
+    g = CompiledGraph::load(seg.toExternPlan(), error);
+    TORCH_CHECK(g, "tgc: cannot run a captured segment: ", error);
+    return g;
+  }
+  std::mutex mutex_;
+  std::unordered_map<std::string, std::shared_ptr<CompiledGraph>> graphs_;
+};
+
+SegmentCache &segmentCache() {
+  static SegmentCache cache;
+  return cache;
+}
+
+std::vector<at::Tensor> runSegment(const Segment &seg,
+                                   const std::vector<at::Tensor> &inputs) {
+  return segmentCache().get(seg)->run(inputs);
+}
+
+std::string deviceOf(const std::vector<at::Tensor> &inputs) {
+  for (const at::Tensor &t : inputs)
+    if (t.defined())
+      return t.device().str();
+  return "cpu";
+}
+
 } // namespace
 
 struct detail::Engine::Impl {
@@ -92,74 +176,67 @@ struct detail::Engine::Impl {
   int compiles = 0;
   bool limitLogged = false;
 
-  std::shared_ptr<Entry> capture(const std::vector<at::Tensor> &inputs,
-                                 const Body &body);
-  std::shared_ptr<Entry> eager(std::string reason) {
-    auto e = std::make_shared<Entry>();
-    e->reason = std::move(reason);
-    log("fallbacks", "running eagerly: " + e->reason);
-    return e;
+  /// Why `inputs` cannot be compiled, or "".
+  std::string unsupported(const std::vector<at::Tensor> &inputs) {
+    std::string device = deviceOf(inputs);
+    for (const at::Tensor &t : inputs) {
+      if (!t.defined() || t.device().str() != device)
+        return "inputs are undefined or on different devices";
+      if (at::GradMode::is_enabled() && t.requires_grad())
+        return "an input requires grad; compiled training is not implemented yet";
+    }
+    return "";
   }
+  /// Captures `body` on `inputs`, running it; returns the real outputs and
+  /// fills `entry` with how to run this specialization next time.
+  std::vector<at::Tensor> capture(const std::vector<at::Tensor> &inputs,
+                                  const Body &body, Entry &entry);
 };
 
-std::shared_ptr<Entry>
+std::vector<at::Tensor>
 detail::Engine::Impl::capture(const std::vector<at::Tensor> &inputs,
-                              const Body &body) {
-  if (at::GradMode::is_enabled())
-    for (const at::Tensor &t : inputs)
-      if (t.defined() && t.requires_grad())
-        return eager("an input requires grad; compiled training is not "
-                     "implemented yet");
-  std::string device = "cpu";
-  for (const at::Tensor &t : inputs)
-    if (t.defined()) {
-      device = t.device().str();
-      break;
-    }
-  for (const at::Tensor &t : inputs)
-    if (!t.defined() || t.device().str() != device)
-      return eager("inputs are undefined or on different devices");
-
-  TraceContext ctx(device);
+                              const Body &body, Entry &entry) {
+  counters().captures++;
+  SegmentRunner runner;
+  if (!options.fullgraph)
+    runner = runSegment;
+  TraceContext ctx(deviceOf(inputs), runner);
+  std::vector<at::Tensor> reals;
   try {
-    std::vector<at::Tensor> outputs;
-    {
-      TraceGuard guard(ctx);
-      outputs = body(ctx.makeInputs(inputs));
-    }
-    ctx.setOutputs(outputs);
-  } catch (const GraphBreak &b) {
-    counters().graphBreaks++;
-    log("graph_breaks", "break at " + b.op + ": " + b.reason);
-    if (options.fullgraph)
-      TORCH_CHECK(false, "tgc::compile(fullgraph=true): graph break at ",
-                  b.op, ": ", b.reason);
-    return eager("graph break at " + b.op + ": " + b.reason);
+    TraceGuard guard(ctx);
+    std::vector<at::Tensor> outputs = body(ctx.makeInputs(inputs));
+    reals = ctx.finish(outputs);
   } catch (const c10::Error &e) {
-    if (options.fullgraph)
+    // Capture ran nothing yet (no break): running eagerly loses nothing.
+    if (ctx.hadBreaks() || options.fullgraph)
       throw;
-    return eager(std::string("capture failed: ") + e.what_without_backtrace());
+    entry.reason = std::string("capture failed: ") + e.what_without_backtrace();
+    log("fallbacks", "running eagerly: " + entry.reason);
+    counters().eagerFallbacks++;
+    return body(inputs);
+  }
+  if (ctx.hadBreaks()) {
+    entry.lazy = true;
+    return reals;
   }
   if (at::GradMode::is_enabled())
     for (const at::Tensor &t : ctx.lifted())
-      if (t.requires_grad())
-        return eager("a captured tensor requires grad; compiled training is "
-                     "not implemented yet");
-
-  PipelineResult r = runPipeline(ctx.segment());
-  dumpDebug(r, ctx.segment());
-  if (!r.ok)
-    return eager("compilation failed: " + r.error);
-  std::string error;
-  auto graph = CompiledGraph::load(std::move(r.plan), error);
-  if (!graph)
-    return eager("kernel build failed: " + error);
-  counters().graphsCompiled++;
-  counters().kernelsCompiled += graph->kernelsCompiled();
-  auto e = std::make_shared<Entry>();
-  e->graph = std::move(graph);
-  e->lifted = ctx.lifted();
-  return e;
+      if (t.requires_grad()) {
+        entry.reason = "a captured tensor requires grad; compiled training is "
+                       "not implemented yet";
+        break;
+      }
+  if (!entry.reason.empty()) {
+    counters().eagerFallbacks++;
+    return body(inputs);
+  }
+  entry.graph = segmentCache().get(ctx.segment());
+  entry.lifted = ctx.lifted();
+  for (const at::Tensor &t : entry.lifted)
+    entry.liftedSpecs.push_back(specOf(t));
+  std::vector<at::Tensor> all = inputs;
+  all.insert(all.end(), entry.lifted.begin(), entry.lifted.end());
+  return entry.graph->run(all);
 }
 
 detail::Engine::Engine(Options options) : impl_(std::make_unique<Impl>()) {
@@ -181,36 +258,66 @@ detail::Engine::call(const std::vector<at::Tensor> &inputs,
                      const std::string &scalarKey, const Body &body) {
   std::string key = guardKey(inputs, scalarKey);
   std::shared_ptr<Entry> entry;
+  bool fresh = false;
   {
     std::lock_guard<std::mutex> lock(impl_->mutex);
     auto it = impl_->entries.find(key);
     if (it != impl_->entries.end()) {
       entry = it->second;
-      counters().cacheHitsMemory++;
+      // A captured tensor resized or re-strided since: capture again.
+      for (size_t i = 0; entry->graph && i < entry->lifted.size(); ++i)
+        if (!sameSpec(specOf(entry->lifted[i]), entry->liftedSpecs[i])) {
+          entry = nullptr;
+          break;
+        }
+    }
+    if (entry) {
+      if (entry->graph)
+        counters().cacheHitsMemory++;
     } else if (impl_->compiles >= impl_->options.recompile_limit) {
       if (!impl_->limitLogged)
-        warn("recompile_limit (" +
-             std::to_string(impl_->options.recompile_limit) +
-             ") reached; running eagerly from now on. Last guard key: " + key);
+        warn("recompile_limit (" + std::to_string(impl_->options.recompile_limit) +
+             ") reached; this callable runs eagerly for new input properties. "
+             "The guard that kept failing was the input signature " + key);
       impl_->limitLogged = true;
-      entry = impl_->eager("recompile_limit reached");
+      entry = std::make_shared<Entry>();
+      entry->reason = "recompile_limit reached";
     } else {
       if (impl_->compiles > 0) {
         counters().recompiles++;
         log("recompiles", "guard miss, recompiling for " + key);
       }
       impl_->compiles++;
-      entry = impl_->capture(inputs, body);
+      entry = std::make_shared<Entry>();
+      entry->reason = impl_->unsupported(inputs);
+      if (!entry->reason.empty())
+        log("fallbacks", "running eagerly: " + entry->reason);
+      fresh = entry->reason.empty();
       impl_->entries[key] = entry;
     }
   }
-  if (!entry->graph) {
-    counters().eagerFallbacks++;
-    return body(inputs);
+  if (fresh) {
+    // The first call of a specialization captures and runs it; concurrent
+    // first calls each capture (the segment cache compiles once).
+    try {
+      return impl_->capture(inputs, body, *entry);
+    } catch (const GraphBreak &b) {
+      TORCH_CHECK(!impl_->options.fullgraph, "tgc::compile(fullgraph=true): graph break at ",
+                  b.op, ": ", b.reason);
+      throw;
+    }
   }
-  std::vector<at::Tensor> all = inputs;
-  all.insert(all.end(), entry->lifted.begin(), entry->lifted.end());
-  return entry->graph->run(all);
+  if (entry->graph) {
+    std::vector<at::Tensor> all = inputs;
+    all.insert(all.end(), entry->lifted.begin(), entry->lifted.end());
+    return entry->graph->run(all);
+  }
+  if (entry->lazy) {
+    Entry scratch;
+    return impl_->capture(inputs, body, scratch);
+  }
+  counters().eagerFallbacks++;
+  return body(inputs);
 }
 
 void reset() {
@@ -219,6 +326,7 @@ void reset() {
     for (detail::Engine *e : registry())
       e->clear();
   }
+  segmentCache().clear();
   Counters &c = counters();
   c.graphsCompiled = 0;
   c.kernelsCompiled = 0;
@@ -229,6 +337,7 @@ void reset() {
   c.eagerFallbacks = 0;
   c.kernelLaunches = 0;
   c.externCalls = 0;
+  c.captures = 0;
 }
 
 void detail::Engine::clear() {
@@ -236,6 +345,48 @@ void detail::Engine::clear() {
   impl_->entries.clear();
   impl_->compiles = 0;
   impl_->limitLogged = false;
+}
+
+} // namespace tgc
+
+namespace tgc {
+
+Explanation detail::explainCall(
+    const std::vector<at::Tensor> &inputs,
+    const std::function<std::vector<at::Tensor>(const std::vector<at::Tensor> &)> &body) {
+  TraceContext ctx(deviceOf(inputs), runSegment);
+  {
+    TraceGuard guard(ctx);
+    ctx.finish(body(ctx.makeInputs(inputs)));
+  }
+  Explanation e;
+  for (const Segment &seg : ctx.segments()) {
+    std::vector<std::string> ops;
+    for (const SegmentNode &n : seg.nodes)
+      ops.push_back(n.op + (n.overload.empty() ? "" : "." + n.overload));
+    e.graph_ops.push_back(std::move(ops));
+  }
+  e.graph_count = e.graph_ops.size();
+  for (const BreakInfo &b : ctx.breaks())
+    e.breaks.push_back({b.reason, b.op, b.segment});
+  e.graph_break_count = e.breaks.size();
+  return e;
+}
+
+std::string Explanation::str() const {
+  std::ostringstream os;
+  os << graph_count << " graph" << (graph_count == 1 ? "" : "s") << ", "
+     << graph_break_count << " graph break" << (graph_break_count == 1 ? "" : "s") << "\n";
+  for (size_t g = 0; g < graph_ops.size(); ++g) {
+    os << "graph " << g << " (" << graph_ops[g].size() << " ops):";
+    for (const std::string &op : graph_ops[g])
+      os << " " << op;
+    os << "\n";
+    for (const GraphBreakInfo &b : breaks)
+      if (b.segment == (int)g)
+        os << "  break after graph " << g << " at " << b.op << ": " << b.reason << "\n";
+  }
+  return os.str();
 }
 
 } // namespace tgc

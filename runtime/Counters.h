@@ -17,6 +17,7 @@ struct Counters {
   std::atomic<int64_t> eagerFallbacks{0};
   std::atomic<int64_t> kernelLaunches{0};
   std::atomic<int64_t> externCalls{0};
+  std::atomic<int64_t> captures{0}; ///< times user code ran under the tracer
 };
 
 /// The one instance, shared by the compiler and the runtime.

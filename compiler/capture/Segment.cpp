@@ -1,6 +1,7 @@
 //===- Segment.cpp - printing of captured segments ------------------------===//
 #include "compiler/capture/Segment.h"
 
+#include <iomanip>
 #include <sstream>
 
 namespace tgc {
@@ -38,6 +39,45 @@ std::string Segment::str() const {
     os << " %" << o;
   os << "\n";
   return os.str();
+}
+
+std::string Segment::structuralKey() const {
+  std::ostringstream os;
+  os << std::setprecision(17) << str();
+  for (const TensorSpec &v : values) {
+    os << dtypeName(v.dtype) << '[';
+    for (int64_t d : v.sizes)
+      os << d << ',';
+    os << "]{";
+    for (int64_t d : v.strides)
+      os << d << ',';
+    os << '}';
+  }
+  // str() abbreviates some arguments; add their full payloads.
+  for (const SegmentNode &n : nodes)
+    for (const ArgValue &a : n.args) {
+      os << '|' << int(a.kind) << ':' << a.s << ':' << a.i << ':' << a.d << ':' << a.b;
+      for (int64_t i : a.ints)
+        os << ',' << i;
+      for (double d : a.doubles)
+        os << ',' << d;
+      for (int t : a.tensors)
+        os << ',' << t;
+    }
+  return os.str();
+}
+
+Plan Segment::toExternPlan() const {
+  Plan plan;
+  plan.device = device;
+  plan.values = values;
+  plan.inputs = inputs;
+  plan.outputs = outputs;
+  for (const SegmentNode &n : nodes) {
+    plan.steps.push_back({Step::Extern, (int)plan.externs.size()});
+    plan.externs.push_back({n.op, n.overload, n.args, n.outputs});
+  }
+  return plan;
 }
 
 } // namespace tgc

@@ -32,6 +32,14 @@ struct Segment {
 
   /// One line per node: `%3 = aten::mul.Tensor(%1, %2)`.
   std::string str() const;
+
+  /// A key that is equal for structurally equal segments: ops, arguments,
+  /// and every value's sizes, strides and dtype.
+  std::string structuralKey() const;
+
+  /// A Plan that calls every node through the dispatcher, as eager would:
+  /// what runs when the pipeline cannot compile a segment.
+  Plan toExternPlan() const;
 };
 
 } // namespace tgc

@@ -1,7 +1,9 @@
 //===- Tracer.cpp - tracer tensors and the dispatcher fallback ------------===//
 #include "compiler/capture/Tracer.h"
 
+#include "runtime/Counters.h"
 #include "runtime/Executor.h"
+#include "runtime/Log.h"
 
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/ops/empty_strided.h>
@@ -48,13 +50,26 @@ at::Tensor metaLike(const at::Tensor &t) {
   return metaLike(t.sizes(), t.strides(), t.scalar_type());
 }
 
+std::string qualifiedName(const c10::FunctionSchema &s) {
+  return s.overload_name().empty() ? s.name() : s.name() + "." + s.overload_name();
+}
+
+/// Ops whose values must come to the host: capture cannot continue.
+bool needsHostValue(const std::string &name) {
+  return name == "aten::_local_scalar_dense" || name == "aten::item" ||
+         name == "aten::is_nonzero" || name == "aten::equal" ||
+         name == "aten::allclose";
+}
+
+} // namespace
+
 /// A storage-less tensor standing for value `id` of a capture.
-class TracerTensorImpl : public c10::TensorImpl {
+class TracerTensorImpl final : public c10::TensorImpl {
 public:
-  TracerTensorImpl(TraceContext *ctx, int id, const at::Tensor &meta,
+  TracerTensorImpl(TraceContext *ctx, int segment, int id, const at::Tensor &meta,
                    c10::Device device)
       : TensorImpl(c10::DispatchKeySet(kTracerKey), meta.dtype(), device),
-        ctx(ctx), id(id) {
+        ctx(ctx), segment(segment), id(id) {
     setLayout(meta);
     set_storage_access_should_throw();
   }
@@ -75,37 +90,29 @@ public:
   }
 
   TraceContext *ctx;
-  int id;
+  int segment; ///< the segment that produced this value
+  int id;      ///< its value id there
+  at::Tensor materialized; ///< set once its segment ran (after a break)
 
 private:
   c10::intrusive_ptr<TensorImpl> copy(const c10::VariableVersion &version,
                                       bool allowMetadataChange) const {
     auto impl = c10::make_intrusive<TracerTensorImpl>(
-        ctx, id, metaLike(sizes(), strides(), dtype().toScalarType()), device());
+        ctx, segment, id, metaLike(sizes(), strides(), dtype().toScalarType()), device());
     copy_tensor_metadata(this, impl.get(), version, allowMetadataChange);
+    impl->materialized = materialized;
     return impl;
   }
   const char *tensorimpl_type_name() const override { return "tgc::TracerTensorImpl"; }
 };
 
+
+namespace {
 TracerTensorImpl *asTracer(const at::Tensor &t) {
   if (!t.defined())
     return nullptr;
   return dynamic_cast<TracerTensorImpl *>(t.unsafeGetTensorImpl());
 }
-
-
-std::string qualifiedName(const c10::FunctionSchema &s) {
-  return s.overload_name().empty() ? s.name() : s.name() + "." + s.overload_name();
-}
-
-/// Ops whose values must come to the host: capture cannot continue.
-bool needsHostValue(const std::string &name) {
-  return name == "aten::_local_scalar_dense" || name == "aten::item" ||
-         name == "aten::is_nonzero" || name == "aten::equal" ||
-         name == "aten::allclose";
-}
-
 } // namespace
 
 //===----------------------------------------------------------------------===//
@@ -113,6 +120,18 @@ bool needsHostValue(const std::string &name) {
 //===----------------------------------------------------------------------===//
 
 TraceContext *TraceContext::current() { return currentContext; }
+
+TraceContext::TraceContext(std::string device, SegmentRunner runner)
+    : runner_(std::move(runner)) {
+  segment_.device = std::move(device);
+}
+
+TraceContext::~TraceContext() {
+  // Tracers that outlive the capture must not point at it.
+  for (auto &w : tracers_)
+    if (auto t = w.lock())
+      t->ctx = nullptr;
+}
 
 int TraceContext::addValue(const at::Tensor &meta) {
   TensorSpec spec;
@@ -128,8 +147,10 @@ int TraceContext::addValue(const at::Tensor &meta) {
 }
 
 at::Tensor TraceContext::makeTracer(int id, const at::Tensor &meta) {
-  return at::detail::make_tensor<TracerTensorImpl>(this, id, meta,
-                                                   c10::Device(segment_.device));
+  auto impl = c10::make_intrusive<TracerTensorImpl>(
+      this, segmentIndex(), id, meta, c10::Device(segment_.device));
+  tracers_.push_back(c10::weak_intrusive_ptr<TracerTensorImpl>(impl));
+  return at::Tensor(std::move(impl));
 }
 
 std::vector<at::Tensor>
@@ -138,39 +159,120 @@ TraceContext::makeInputs(const std::vector<at::Tensor> &inputs) {
   for (const at::Tensor &t : inputs) {
     int id = addValue(metaLike(t));
     segment_.inputs.push_back(id);
+    inputsReal_.push_back(t);
     tracers.push_back(makeTracer(id, metas_[id]));
   }
+  userInputs_ = inputs.size();
   return tracers;
+}
+
+int TraceContext::lift(const at::Tensor &real, const void *key) {
+  auto it = liftedIds_.find(key);
+  if (it != liftedIds_.end())
+    return it->second;
+  if (real.device().str() != segment_.device)
+    throw GraphBreak("tensor", "a captured tensor on " + real.device().str() +
+                                   " is used by a graph on " + segment_.device);
+  int id = addValue(metaLike(real));
+  segment_.inputs.push_back(id);
+  inputsReal_.push_back(real);
+  liftedIds_[key] = id;
+  return id;
 }
 
 int TraceContext::valueOf(const at::Tensor &t) {
   if (TracerTensorImpl *tr = asTracer(t)) {
     if (tr->ctx != this)
       throw GraphBreak("tensor", "a tracer tensor of another capture was used");
-    return tr->id;
+    if (tr->segment == segmentIndex())
+      return tr->id;
+    if (!tr->materialized.defined())
+      throw GraphBreak("tensor", "a value of an earlier segment was not kept");
+    return lift(tr->materialized, tr);
   }
-  auto it = liftedIds_.find(t.unsafeGetTensorImpl());
-  if (it != liftedIds_.end())
-    return it->second;
-  if (t.device().str() != segment_.device)
-    throw GraphBreak("tensor", "a captured tensor on " + t.device().str() +
-                                   " is used by a graph on " + segment_.device);
-  int id = addValue(metaLike(t));
-  segment_.inputs.push_back(id);
-  lifted_.push_back(t);
-  liftedIds_[t.unsafeGetTensorImpl()] = id;
-  return id;
+  return lift(t, t.unsafeGetTensorImpl());
+}
+
+at::Tensor TraceContext::realOf(const at::Tensor &t) const {
+  TracerTensorImpl *tr = asTracer(t);
+  if (!tr)
+    return t;
+  TORCH_CHECK(tr->materialized.defined(),
+              "tgc: internal error: a tracer has no value after its segment ran");
+  return tr->materialized;
 }
 
 const at::Tensor &TraceContext::metaOf(int id) const { return metas_[id]; }
 
-void TraceContext::setOutputs(const std::vector<at::Tensor> &outputs) {
-  segment_.outputs.clear();
+std::vector<at::Tensor> TraceContext::lifted() const {
+  return std::vector<at::Tensor>(inputsReal_.begin() + userInputs_, inputsReal_.end());
+}
+
+std::vector<Segment> TraceContext::segments() const {
+  std::vector<Segment> all = finished_;
+  if (!finishedAll_)
+    all.push_back(segment_);
+  return all;
+}
+
+/// Runs the current segment with `outputs` as results and gives every live
+/// tracer of it its real value.
+void TraceContext::flush(const std::vector<int> &outputs,
+                         std::vector<at::Tensor> *reals) {
+  segment_.outputs = outputs;
+  std::vector<at::Tensor> values;
+  {
+    OutsideTrace outside; // the segment runs on real tensors
+    values = runner_(segment_, inputsReal_);
+  }
+  std::unordered_map<int, at::Tensor> byId;
+  for (size_t i = 0; i < outputs.size(); ++i)
+    byId[outputs[i]] = values[i];
+  std::vector<c10::weak_intrusive_ptr<TracerTensorImpl>> alive;
+  for (auto &w : tracers_)
+    if (auto t = w.lock()) {
+      if (t->segment == segmentIndex() && byId.count(t->id))
+        t->materialized = byId[t->id];
+      alive.push_back(w);
+    }
+  tracers_ = std::move(alive);
+  if (reals)
+    *reals = std::move(values);
+  finished_.push_back(std::move(segment_));
+  segment_ = Segment();
+  segment_.device = finished_.back().device;
+  inputsReal_.clear();
+  metas_.clear();
+  liftedIds_.clear();
+  userInputs_ = 0;
+}
+
+void TraceContext::breakAt(const GraphBreak &why) {
+  breaks_.push_back({why.op, why.reason, segmentIndex()});
+  std::vector<int> live;
+  for (auto &w : tracers_)
+    if (auto t = w.lock())
+      if (t->segment == segmentIndex() &&
+          std::find(live.begin(), live.end(), t->id) == live.end())
+        live.push_back(t->id);
+  flush(live, nullptr);
+}
+
+std::vector<at::Tensor> TraceContext::finish(const std::vector<at::Tensor> &outputs) {
+  std::vector<int> ids;
   for (const at::Tensor &t : outputs) {
     if (!t.defined())
       throw GraphBreak("output", "the function returned an undefined tensor");
-    segment_.outputs.push_back(valueOf(t));
+    ids.push_back(valueOf(t));
   }
+  if (!hadBreaks()) {
+    segment_.outputs = ids;
+    return {};
+  }
+  std::vector<at::Tensor> reals;
+  flush(ids, &reals);
+  finishedAll_ = true;
+  return reals;
 }
 
 bool isTracer(const at::Tensor &t) { return asTracer(t) != nullptr; }
@@ -402,31 +504,29 @@ TraceContext *contextOf(const torch::jit::Stack &stack, size_t n) {
   return currentContext;
 }
 
-void tracerFallback(const c10::OperatorHandle &op, torch::jit::Stack *stack) {
+/// Records the op on `stack` (arguments from `base`) into the current
+/// segment and leaves tracer results on the stack. Throws GraphBreak, before
+/// changing any tracer, when the op cannot be traced.
+void traceOp(TraceContext &ctx, const c10::OperatorHandle &op,
+             torch::jit::Stack *stack, size_t base,
+             const std::vector<c10::IValue> &originals) {
   const c10::FunctionSchema &schema = op.schema();
   const std::string name = qualifiedName(schema);
-  const size_t nArgs = schema.arguments().size();
-  TraceContext *ctx = contextOf(*stack, nArgs);
-  TORCH_CHECK(ctx, "tgc: a tracer tensor reached ", name,
-              " outside of capture; tracer tensors must not escape tgc::compile");
   if (needsHostValue(schema.name()))
     throw GraphBreak(name, "needs a tensor's value on the host (item(), bool "
                            "conversion or a comparison read on the CPU)");
-
   SegmentNode node;
   node.op = schema.name();
   node.overload = schema.overload_name();
   node.mutates = schema.is_mutable();
-  std::vector<c10::IValue> originals(stack->end() - nArgs, stack->end());
-  for (size_t i = stack->size() - nArgs, k = 0; i < stack->size(); ++i, ++k)
-    node.args.push_back(recordArg(*ctx, (*stack)[i], schema.arguments()[k], name));
+  for (size_t i = base, k = 0; i < stack->size(); ++i, ++k)
+    node.args.push_back(recordArg(ctx, (*stack)[i], schema.arguments()[k], name));
 
   try {
     OutsideTrace outside;
     bool done = false;
     if (hasMetaKernel(op)) {
       // A composite Meta kernel may still reach an op without one.
-      const size_t base = stack->size() - nArgs;
       std::vector<c10::IValue> metaArgs(stack->begin() + base, stack->end());
       try {
         op.callBoxed(stack);
@@ -446,38 +546,86 @@ void tracerFallback(const c10::OperatorHandle &op, torch::jit::Stack *stack) {
                                e.what_without_backtrace());
   }
 
-  const size_t nRets = schema.returns().size();
-  for (size_t j = 0, i = stack->size() - nRets; j < nRets; ++j, ++i) {
+  for (size_t i = base; i < stack->size(); ++i)
+    if (!(*stack)[i].isTensor() && !(*stack)[i].isTensorList())
+      throw GraphBreak(name, "returns a " + (*stack)[i].tagKind() +
+                                 ", a value the host must read");
+  for (size_t j = 0, i = base; i < stack->size(); ++j, ++i) {
     c10::IValue &r = (*stack)[i];
     if (r.isTensor()) {
       at::Tensor meta = r.toTensor();
-      int id = ctx->addValue(meta);
+      int id = ctx.addValue(meta);
       node.outputs.push_back(id);
       if (auto arg = writtenArgument(schema, j)) {
         // In-place/out= ops return the argument itself, now a new version.
         at::Tensor self = originals[*arg].toTensor();
         if (TracerTensorImpl *t = asTracer(self)) {
+          t->segment = ctx.segmentIndex();
           t->id = id;
+          t->materialized.reset();
           t->setLayout(meta);
         }
         r = self;
       } else {
-        r = ctx->makeTracer(id, meta);
+        r = ctx.makeTracer(id, meta);
       }
-    } else if (r.isTensorList()) {
+    } else {
       std::vector<at::Tensor> outs;
       for (const at::Tensor &meta : r.toTensorVector()) {
-        int id = ctx->addValue(meta);
+        int id = ctx.addValue(meta);
         node.outputs.push_back(id);
-        outs.push_back(ctx->makeTracer(id, meta));
+        outs.push_back(ctx.makeTracer(id, meta));
       }
       r = outs;
-    } else {
-      throw GraphBreak(name, "returns a " + r.tagKind() +
-                                 ", a value the host must read");
     }
   }
-  ctx->addNode(std::move(node));
+  ctx.addNode(std::move(node));
+}
+
+/// At a graph break: run the pending segment, then the breaking op eagerly
+/// on real tensors; capture resumes with the next op.
+void runAtBreak(TraceContext &ctx, const c10::OperatorHandle &op,
+                torch::jit::Stack *stack, size_t base, const GraphBreak &why) {
+  counters().graphBreaks++;
+  log("graph_breaks", "segment " + std::to_string(ctx.segmentIndex()) +
+                          " ends at " + why.op + ": " + why.reason);
+  ctx.breakAt(why);
+  for (size_t i = base; i < stack->size(); ++i) {
+    c10::IValue &v = (*stack)[i];
+    if (v.isTensor())
+      v = ctx.realOf(v.toTensor());
+    else if (v.isTensorList()) {
+      std::vector<at::Tensor> ts;
+      for (const at::Tensor &t : v.toTensorVector())
+        ts.push_back(ctx.realOf(t));
+      v = ts;
+    } else if (v.isOptionalTensorList()) {
+      c10::List<std::optional<at::Tensor>> ts;
+      for (const std::optional<at::Tensor> &t : v.toOptionalTensorList())
+        ts.push_back(t ? std::optional<at::Tensor>(ctx.realOf(*t)) : std::nullopt);
+      v = ts;
+    }
+  }
+  OutsideTrace outside;
+  op.callBoxed(stack);
+}
+
+void tracerFallback(const c10::OperatorHandle &op, torch::jit::Stack *stack) {
+  const size_t nArgs = op.schema().arguments().size();
+  TraceContext *ctx = contextOf(*stack, nArgs);
+  TORCH_CHECK(ctx, "tgc: a tracer tensor reached ", qualifiedName(op.schema()),
+              " outside of capture; tracer tensors must not escape tgc::compile");
+  const size_t base = stack->size() - nArgs;
+  std::vector<c10::IValue> originals(stack->begin() + base, stack->end());
+  try {
+    traceOp(*ctx, op, stack, base, originals);
+  } catch (const GraphBreak &b) {
+    if (!ctx->canBreak())
+      throw;
+    stack->resize(base);
+    stack->insert(stack->end(), originals.begin(), originals.end());
+    runAtBreak(*ctx, op, stack, base, b);
+  }
 }
 
 } // namespace
@@ -519,7 +667,11 @@ static void registerTracerKernels() {
         op->hasKernelForDispatchKey(c10::DispatchKey::CompositeExplicitAutograd) &&
         (op->hasKernelForDispatchKey(c10::DispatchKey::CPU) ||
          op->hasKernelForDispatchKey(c10::DispatchKey::CUDA));
-    if (!structured && !view && !specialized)
+    // Composite in-place ops (copy_, fill_) would touch the tracer's data.
+    bool mutating =
+        op->hasKernelForDispatchKey(c10::DispatchKey::CompositeExplicitAutograd) &&
+        schema.is_mutable();
+    if (!structured && !view && !specialized && !mutating)
       continue;
     std::string qualified = name.name.substr(6);
     if (!name.overload_name.empty())

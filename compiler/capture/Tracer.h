@@ -14,6 +14,9 @@
 
 #include <ATen/core/Tensor.h>
 
+#include <c10/util/intrusive_ptr.h>
+
+#include <functional>
 #include <stdexcept>
 #include <string>
 #include <unordered_map>
@@ -31,41 +34,80 @@ public:
   std::string op, reason;
 };
 
-/// The recording state of one capture.
+class TracerTensorImpl;
+
+/// A graph break: where, why, and in which segment it ended.
+struct BreakInfo {
+  std::string op, reason;
+  int segment = 0;
+};
+
+/// Compiles (or finds) and runs one finished segment on real tensors, one
+/// per `segment.inputs`; returns one real tensor per `segment.outputs`.
+using SegmentRunner = std::function<std::vector<at::Tensor>(
+    const Segment &segment, const std::vector<at::Tensor> &inputs)>;
+
+/// The recording state of one capture. Without a runner a graph break is an
+/// error (GraphBreak propagates); with one, the pending segment is run at the
+/// break, the breaking op runs eagerly on real tensors, and capture resumes
+/// with a new segment whose inputs include the values materialized so far.
 class TraceContext {
 public:
-  explicit TraceContext(std::string device) { segment_.device = std::move(device); }
+  explicit TraceContext(std::string device, SegmentRunner runner = nullptr);
+  ~TraceContext();
 
   /// Tracer tensors standing for `inputs` (graph inputs, in order).
   std::vector<at::Tensor> makeInputs(const std::vector<at::Tensor> &inputs);
 
-  /// The value id of `t`: a tracer of this context, or a real tensor lifted
-  /// as an extra graph input (parameters, tensors captured by a lambda).
+  /// The value id of `t` in the current segment: a tracer of it, or a real
+  /// tensor (or a tracer materialized by an earlier segment) lifted as an
+  /// extra graph input (parameters, tensors captured by a lambda).
   int valueOf(const at::Tensor &t);
 
-  /// Marks `outputs` as the segment's results.
-  void setOutputs(const std::vector<at::Tensor> &outputs);
+  /// Ends the capture with `outputs`. Without breaks it only records them as
+  /// the segment's results and returns {}; after breaks it runs the last
+  /// segment and returns the real output tensors.
+  std::vector<at::Tensor> finish(const std::vector<at::Tensor> &outputs);
 
+  bool hadBreaks() const { return !breaks_.empty(); }
+  const std::vector<BreakInfo> &breaks() const { return breaks_; }
+  /// Every segment, finished ones first; the last is the current one.
+  std::vector<Segment> segments() const;
   const Segment &segment() const { return segment_; }
   /// Real tensors lifted as graph inputs after the user's inputs, in order.
-  const std::vector<at::Tensor> &lifted() const { return lifted_; }
+  std::vector<at::Tensor> lifted() const;
 
   /// The context being recorded on this thread, if any.
   static TraceContext *current();
 
   // Used by the dispatcher fallback.
+  bool canBreak() const { return bool(runner_); }
   int addValue(const at::Tensor &meta);
   at::Tensor makeTracer(int id, const at::Tensor &meta);
   const at::Tensor &metaOf(int id) const;
   void addNode(SegmentNode node) { segment_.nodes.push_back(std::move(node)); }
   const std::string &device() const { return segment_.device; }
+  int segmentIndex() const { return (int)finished_.size(); }
+  /// Ends the current segment at a break and starts the next one; the
+  /// caller then runs the breaking op on real tensors.
+  void breakAt(const GraphBreak &why);
+  /// The real tensor behind a tracer of an earlier segment.
+  at::Tensor realOf(const at::Tensor &t) const;
 
 private:
-  friend class TraceGuard;
+  int lift(const at::Tensor &real, const void *key);
+  void flush(const std::vector<int> &outputs, std::vector<at::Tensor> *reals);
+
   Segment segment_;
-  std::vector<at::Tensor> lifted_;
-  std::vector<at::Tensor> metas_; ///< Meta stand-in of every value
+  size_t userInputs_ = 0;
+  std::vector<at::Tensor> inputsReal_; ///< real tensor of each segment input
+  std::vector<at::Tensor> metas_;      ///< Meta stand-in of every value
   std::unordered_map<const void *, int> liftedIds_;
+  std::vector<c10::weak_intrusive_ptr<TracerTensorImpl>> tracers_;
+  std::vector<Segment> finished_;
+  std::vector<BreakInfo> breaks_;
+  SegmentRunner runner_;
+  bool finishedAll_ = false;
 };
 
 /// Makes `ctx` current on this thread and routes every ATen op, factories

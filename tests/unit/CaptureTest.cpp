@@ -25,7 +25,7 @@ TEST(Capture, RecordsTheSkeletonsThreeOps) {
     EXPECT_EQ(in[0].sizes(), a.sizes());
     outs = {(in[0] * in[1] + 1).relu()};
   }
-  ctx.setOutputs(outs);
+  ctx.finish(outs);
   const Segment &s = ctx.segment();
   EXPECT_EQ(opNames(s), (std::vector<std::string>{"aten::mul.Tensor",
                                                   "aten::add.Tensor", "aten::relu"}));
@@ -48,7 +48,7 @@ TEST(Capture, LiftsCapturedTensorsAsInputs) {
     auto in = ctx.makeInputs({torch::randn({2, 3})});
     outs = {in[0] * w + w};
   }
-  ctx.setOutputs(outs);
+  ctx.finish(outs);
   ASSERT_EQ(ctx.lifted().size(), 1u); // w lifted once, used twice
   EXPECT_TRUE(ctx.lifted()[0].is_same(w));
   EXPECT_EQ(ctx.segment().inputs.size(), 2u);
@@ -75,7 +75,7 @@ TEST(Capture, FactoriesInsideTheCallableAreRecorded) {
     auto in = ctx.makeInputs({x});
     outs = {in[0] + torch::rand({2, 2})};
   }
-  ctx.setOutputs(outs);
+  ctx.finish(outs);
   // rand must run on every call, so it is an op of the graph (it decomposes
   // into empty + uniform_), not a constant.
   EXPECT_TRUE(ctx.lifted().empty());

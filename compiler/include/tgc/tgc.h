@@ -15,6 +15,7 @@
 #define TGC_TGC_H
 
 #include <ATen/core/Tensor.h>
+#include <ATen/core/ivalue.h>
 
 #include <cstdint>
 #include <functional>
@@ -24,6 +25,10 @@
 #include <type_traits>
 #include <utility>
 #include <vector>
+
+namespace torch::jit {
+struct Module;
+} // namespace torch::jit
 
 namespace tgc {
 
@@ -50,11 +55,28 @@ struct Stats {
   int64_t eager_fallbacks = 0;
   int64_t kernel_launches = 0;
   int64_t extern_calls = 0;
+  int64_t captures = 0; ///< times the callable ran under the tracer (not replayed)
 };
 
 Stats stats();
 /// Drops every in-memory cache of compiled graphs and zeroes the counters.
 void reset();
+
+/// One graph break: why capture stopped, at which op, ending which graph.
+struct GraphBreakInfo {
+  std::string reason;
+  std::string op;
+  int segment = 0;
+};
+
+/// What tgc::explain found: how a callable splits into graphs and why.
+struct Explanation {
+  int graph_count = 0;
+  int graph_break_count = 0;
+  std::vector<GraphBreakInfo> breaks;
+  std::vector<std::vector<std::string>> graph_ops; ///< ATen ops of each graph
+  std::string str() const;
+};
 
 namespace detail {
 
@@ -75,6 +97,12 @@ private:
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };
+
+/// Captures `body` once on `inputs` (running it, breaks included) and
+/// reports the graphs and breaks; used by tgc::explain.
+Explanation explainCall(const std::vector<at::Tensor> &inputs,
+                        const std::function<std::vector<at::Tensor>(
+                            const std::vector<at::Tensor> &)> &body);
 
 template <class T> struct IsTensor : std::is_same<std::decay_t<T>, at::Tensor> {};
 
@@ -132,6 +160,14 @@ template <class R> R unflattenResult(std::vector<at::Tensor> &&out) {
   }
 }
 
+/// Calls `fn` with `args`, tensor arguments replaced by `tensors` in order,
+/// and flattens the result.
+template <class F, class Tuple, size_t... I>
+std::vector<at::Tensor> invokeWith(F &fn, Tuple &args, const std::vector<at::Tensor> &tensors,
+                                   std::index_sequence<I...>) {
+  return flattenResult(fn(substitute<I>(args, tensors)...));
+}
+
 } // namespace detail
 
 /// A compiled callable; call it like the original.
@@ -154,31 +190,129 @@ public:
     (collect(args), ...);
     auto argTuple = std::forward_as_tuple(args...);
     auto body = [&](const std::vector<at::Tensor> &replaced) {
-      return callWith(argTuple, replaced,
-                      std::make_index_sequence<sizeof...(Args)>{});
+      return detail::invokeWith(*fn_, argTuple, replaced,
+                                std::make_index_sequence<sizeof...(Args)>{});
     };
     return detail::unflattenResult<R>(engine_->call(tensors, key, body));
   }
 
 private:
-  template <class Tuple, size_t... I>
-  std::vector<at::Tensor> callWith(Tuple &args,
-                                   const std::vector<at::Tensor> &tensors,
-                                   std::index_sequence<I...>) const {
-    return detail::flattenResult(
-        (*fn_)(detail::substitute<I>(args, tensors)...));
-  }
-
   std::shared_ptr<F> fn_;
   std::shared_ptr<detail::Engine> engine_;
+};
+
+namespace detail {
+template <class T, class = void> struct IsModuleHolder : std::false_type {};
+template <class T>
+struct IsModuleHolder<T, std::void_t<typename T::ContainedType>> : std::true_type {};
+template <class T>
+constexpr bool isCallable =
+    !IsModuleHolder<std::decay_t<T>>::value &&
+    !std::is_same_v<std::decay_t<T>, torch::jit::Module>;
+} // namespace detail
+
+/// A compiled torch::nn::Module: `net->forward(x)` like the original. The
+/// module's parameters and buffers are graph inputs (captured by reference,
+/// never copied), so optimizer updates and in-place buffer updates stay
+/// visible; replacing a parameter tensor is a guard miss.
+template <class Holder> class CompiledModule {
+public:
+  CompiledModule(Holder module, Options options)
+      : module_(std::move(module)),
+        engine_(std::make_shared<detail::Engine>(std::move(options))) {}
+
+  const CompiledModule *operator->() const { return this; }
+
+  template <class... Args> auto forward(Args &&...args) const {
+    using R = std::decay_t<decltype(module_.ptr()->forward(args...))>;
+    std::vector<at::Tensor> tensors;
+    std::string key = moduleKey();
+    auto collect = [&](auto &&a) {
+      if constexpr (detail::IsTensor<decltype(a)>::value)
+        tensors.push_back(a);
+      else
+        detail::appendScalar(key, a);
+    };
+    (collect(args), ...);
+    auto argTuple = std::forward_as_tuple(args...);
+    auto body = [&](const std::vector<at::Tensor> &replaced) {
+      return callWith(argTuple, replaced, std::make_index_sequence<sizeof...(Args)>{});
+    };
+    return detail::unflattenResult<R>(engine_->call(tensors, key, body));
+  }
+
+  const Holder &module() const { return module_; }
+
+private:
+  /// Identity and training flag of every parameter and buffer.
+  std::string moduleKey() const {
+    std::string key = module_->is_training() ? "train;" : "eval;";
+    for (const auto &p : module_->parameters())
+      key += std::to_string(reinterpret_cast<uintptr_t>(p.unsafeGetTensorImpl())) + ",";
+    for (const auto &b : module_->buffers())
+      key += std::to_string(reinterpret_cast<uintptr_t>(b.unsafeGetTensorImpl())) + ",";
+    return key + "|";
+  }
+  template <class Tuple, size_t... I>
+  std::vector<at::Tensor> callWith(Tuple &args, const std::vector<at::Tensor> &tensors,
+                                   std::index_sequence<I...>) const {
+    return detail::flattenResult(module_.ptr()->forward(detail::substitute<I>(args, tensors)...));
+  }
+
+  Holder module_;
+  std::shared_ptr<detail::Engine> engine_;
+};
+
+/// A compiled TorchScript module: its interpreter's ATen calls are captured
+/// like a C++ callable's. Inputs are tensors and int/double/bool/string
+/// values; outputs a tensor or a tuple or list of tensors.
+class CompiledScriptModule {
+public:
+  CompiledScriptModule(const torch::jit::Module &module, Options options);
+  ~CompiledScriptModule();
+  CompiledScriptModule(CompiledScriptModule &&) noexcept;
+  const CompiledScriptModule *operator->() const { return this; }
+  c10::IValue forward(std::vector<c10::IValue> inputs) const;
+
+private:
+  struct Impl;
+  std::shared_ptr<Impl> impl_;
 };
 
 /// Compiles a C++ callable taking tensors (and int/double/bool arguments,
 /// specialized by value) and returning a tensor, a std::tuple of tensors or
 /// a std::vector of tensors.
-template <class F> Compiled<std::decay_t<F>> compile(F &&fn, Options options = {}) {
+template <class F, std::enable_if_t<detail::isCallable<F>, int> = 0>
+Compiled<std::decay_t<F>> compile(F &&fn, Options options = {}) {
   return Compiled<std::decay_t<F>>(std::forward<F>(fn), std::move(options));
 }
+
+/// Compiles a torch::nn::Module held by a ModuleHolder (e.g. `Mlp model;`).
+template <class Holder,
+          std::enable_if_t<detail::IsModuleHolder<std::decay_t<Holder>>::value, int> = 0>
+CompiledModule<std::decay_t<Holder>> compile(Holder &&module, Options options = {}) {
+  return CompiledModule<std::decay_t<Holder>>(std::forward<Holder>(module), std::move(options));
+}
+
+/// Runs `fn(args...)` once under capture and explains it: the graphs it
+/// splits into, the ops of each, and every graph break with its reason.
+template <class F, class... Args> Explanation explain(F &&fn, Args &&...args) {
+  std::vector<at::Tensor> tensors;
+  auto collect = [&](auto &&a) {
+    if constexpr (detail::IsTensor<decltype(a)>::value)
+      tensors.push_back(a);
+  };
+  (collect(args), ...);
+  auto argTuple = std::forward_as_tuple(args...);
+  auto body = [&](const std::vector<at::Tensor> &replaced) {
+    return detail::invokeWith(fn, argTuple, replaced,
+                              std::make_index_sequence<sizeof...(Args)>{});
+  };
+  return detail::explainCall(tensors, body);
+}
+
+/// Compiles a TorchScript module (torch::jit::load or torch.jit.script).
+CompiledScriptModule compile(const torch::jit::Module &module, Options options = {});
 
 } // namespace tgc
 

@@ -1,0 +1,346 @@
+// Graph capture (issue: capture): modules, TorchScript, mutation and views,
+// graph breaks with resumption, replay, guards, explain, threads.
+#include "tgc/tgc.h"
+
+#include <gtest/gtest.h>
+#include <torch/script.h>
+#include <torch/torch.h>
+
+#include <thread>
+
+namespace {
+
+void expectClose(const torch::Tensor &got, const torch::Tensor &want, double tol = 1e-5) {
+  ASSERT_EQ(got.sizes(), want.sizes());
+  ASSERT_EQ(got.scalar_type(), want.scalar_type());
+  EXPECT_TRUE(torch::allclose(got, want, tol, tol))
+      << "max error " << (got - want).abs().max().item<double>();
+}
+
+// --- nn::Module ---------------------------------------------------------------
+
+struct NetImpl : torch::nn::Module {
+  NetImpl()
+      : fc(register_module("fc", torch::nn::Linear(8, 8))),
+        bn(register_module("bn", torch::nn::BatchNorm1d(8))) {}
+  torch::Tensor forward(torch::Tensor x) { return torch::relu(bn(fc(x))) + x; }
+  torch::nn::Linear fc;
+  torch::nn::BatchNorm1d bn;
+};
+TORCH_MODULE(Net);
+
+TEST(ModuleCapture, ParametersAreInputsAndUpdatesStayVisible) {
+  torch::NoGradGuard noGrad;
+  Net model;
+  model->eval();
+  auto net = tgc::compile(model);
+  torch::Tensor x = torch::randn({4, 8});
+  expectClose(net->forward(x), model->forward(x));
+  // An optimizer-like in-place update of a parameter is seen by the replay.
+  model->fc->weight.add_(0.5);
+  expectClose(net->forward(x), model->forward(x));
+  // set_data (what optimizers and load_state_dict do) is seen too.
+  model->fc->weight.set_data(torch::randn({8, 8}));
+  expectClose(net->forward(x), model->forward(x));
+  // Replacing a submodule (new parameter tensors) is a guard miss, not a
+  // stale answer.
+  model->fc = model->replace_module("fc", torch::nn::Linear(8, 8));
+  tgc::reset();
+  expectClose(net->forward(x), model->forward(x));
+  EXPECT_EQ(tgc::stats().captures, 1);
+}
+
+TEST(ModuleCapture, BufferMutationsAreWrittenBack) {
+  torch::NoGradGuard noGrad;
+  Net model, reference;
+  reference->fc->weight.copy_(model->fc->weight);
+  reference->fc->bias.copy_(model->fc->bias);
+  model->train();
+  reference->train();
+  auto net = tgc::compile(model);
+  for (int step = 0; step < 3; ++step) {
+    torch::Tensor x = torch::randn({16, 8});
+    expectClose(net->forward(x), reference->forward(x));
+    expectClose(model->bn->running_mean, reference->bn->running_mean);
+    expectClose(model->bn->running_var, reference->bn->running_var);
+  }
+  EXPECT_EQ(model->bn->num_batches_tracked.item<int64_t>(), 3);
+}
+
+// --- TorchScript ----------------------------------------------------------------
+
+torch::jit::Module scriptModule() {
+  torch::jit::Module m("Gate");
+  m.register_parameter("w", torch::randn({6}), false);
+  m.define(R"(
+    def forward(self, x):
+        y = x * self.w
+        if bool(y.sum() > 0):
+            return (y + 1).relu()
+        return y.tanh() - x
+  )");
+  return m;
+}
+
+TEST(ScriptCapture, IfOnTensorDataMatchesEager) {
+  torch::NoGradGuard noGrad;
+  torch::jit::Module m = scriptModule();
+  auto sm = tgc::compile(m);
+  tgc::reset();
+  int positive = 0;
+  for (int i = 0; i < 8; ++i) {
+    torch::Tensor x = torch::randn({3, 6});
+    torch::Tensor want = m.forward({x}).toTensor();
+    positive += (x * m.attr("w").toTensor()).sum().item<float>() > 0;
+    expectClose(sm->forward({x}).toTensor(), want);
+  }
+  EXPECT_GT(positive, 0);
+  EXPECT_LT(positive, 8);
+  EXPECT_GE(tgc::stats().graph_breaks, 8); // one bool() per call
+}
+
+TEST(ScriptCapture, StraightLineModuleIsOneGraph) {
+  torch::NoGradGuard noGrad;
+  torch::jit::Module m("Lin");
+  m.register_parameter("w", torch::randn({5, 4}), false);
+  m.define(R"(
+    def forward(self, x):
+        return torch.sigmoid(torch.matmul(x, self.w)) * 2.0
+  )");
+  tgc::reset();
+  auto sm = tgc::compile(m);
+  torch::Tensor x = torch::randn({3, 5});
+  expectClose(sm->forward({x}).toTensor(), m.forward({x}).toTensor());
+  expectClose(sm->forward({x}).toTensor(), m.forward({x}).toTensor());
+  tgc::Stats s = tgc::stats();
+  EXPECT_EQ(s.graph_breaks, 0);
+  EXPECT_EQ(s.captures, 1);
+  EXPECT_EQ(s.eager_fallbacks, 0);
+}
+
+// --- functionalization: in-place ops and views ----------------------------------
+
+template <class F> void checkMutating(F fn, std::vector<torch::Tensor> inputs) {
+  std::vector<torch::Tensor> a, b;
+  for (auto &t : inputs) {
+    a.push_back(t.clone());
+    b.push_back(t.clone());
+  }
+  auto compiled = tgc::compile(fn);
+  for (int call = 0; call < 2; ++call) { // capture, then replay
+    torch::Tensor want = std::apply(fn, std::tuple_cat(std::make_tuple(a[0]), std::make_tuple(a[1])));
+    torch::Tensor got = compiled(b[0], b[1]);
+    expectClose(got, want);
+    for (size_t i = 0; i < a.size(); ++i)
+      expectClose(b[i], a[i]); // mutated inputs written back identically
+  }
+}
+
+TEST(Functionalization, InPlaceOps) {
+  torch::NoGradGuard noGrad;
+  checkMutating([](torch::Tensor x, torch::Tensor y) {
+    x.add_(y).mul_(2).relu_();
+    return x * 3;
+  }, {torch::randn({4, 5}), torch::randn({5})});
+  checkMutating([](torch::Tensor x, torch::Tensor y) {
+    x.copy_(y.exp());
+    return x + 1;
+  }, {torch::randn({4, 5}), torch::randn({4, 5})});
+  checkMutating([](torch::Tensor x, torch::Tensor m) {
+    x.masked_fill_(m > 0, -1.0);
+    return x.sum(1);
+  }, {torch::randn({4, 5}), torch::randn({4, 5})});
+  checkMutating([](torch::Tensor x, torch::Tensor v) {
+    x.index_put_({torch::tensor({0, 2})}, v);
+    return x.neg();
+  }, {torch::randn({4, 5}), torch::randn({2, 5})});
+}
+
+TEST(Functionalization, ViewsAndMutationThroughAView) {
+  torch::NoGradGuard noGrad;
+  checkMutating([](torch::Tensor x, torch::Tensor y) {
+    auto v = x.view({20}).reshape({5, 4}).transpose(0, 1).permute({1, 0});
+    auto s = v.slice(0, 1, 4).select(1, 2).unsqueeze(0).expand({3, 3});
+    return s * y.as_strided({3, 3}, {1, 3}) + v.sum();
+  }, {torch::randn({4, 5}), torch::randn({4, 5})});
+  checkMutating([](torch::Tensor x, torch::Tensor y) {
+    auto row = x.select(0, 1);
+    row.mul_(10);         // writes into x through a view
+    x.slice(1, 0, 2).add_(y.slice(1, 0, 2));
+    return x.relu() + row.sum();
+  }, {torch::randn({4, 5}), torch::randn({4, 5})});
+}
+
+// --- graph breaks ----------------------------------------------------------------
+
+TEST(GraphBreaks, WhileLoopOnATensorNorm) {
+  auto fn = [](torch::Tensor x) {
+    while (x.norm().item<float>() > 1.0f)
+      x = x * 0.5 + 0.01;
+    return x.exp();
+  };
+  tgc::reset();
+  auto f = tgc::compile(fn);
+  for (int i = 0; i < 3; ++i) {
+    torch::Tensor x = torch::randn({16}) * (i + 2);
+    expectClose(f(x), fn(x));
+  }
+  EXPECT_GT(tgc::stats().graph_breaks, 3);
+  // The loop body's graph is compiled once and found by hash afterwards.
+  int64_t compiled = tgc::stats().graphs_compiled;
+  f(torch::randn({16}) * 4);
+  EXPECT_EQ(tgc::stats().graphs_compiled, compiled);
+}
+
+struct GatedImpl : torch::nn::Module {
+  torch::Tensor forward(torch::Tensor x, torch::Tensor y) {
+    if ((x.mean() > y.mean()).item<bool>())
+      return (x - y).sigmoid();
+    return (y * 2).tanh() + x;
+  }
+};
+TORCH_MODULE(Gated);
+
+TEST(GraphBreaks, IfOnATensorComparisonInAModule) {
+  Gated model;
+  auto net = tgc::compile(model);
+  for (int i = 0; i < 6; ++i) {
+    torch::Tensor x = torch::randn({3, 4}), y = torch::randn({3, 4});
+    expectClose(net->forward(x, y), model->forward(x, y));
+  }
+}
+
+TEST(GraphBreaks, EarlyExitFromALoop) {
+  auto fn = [](torch::Tensor x) {
+    torch::Tensor acc = torch::zeros_like(x);
+    for (int i = 0; i < 10; ++i) {
+      acc = acc + x.sin() * i;
+      if (acc.abs().max().item<float>() > 5.0f)
+        break;
+    }
+    return acc;
+  };
+  auto f = tgc::compile(fn);
+  for (int i = 0; i < 3; ++i) {
+    torch::Tensor x = torch::randn({8});
+    expectClose(f(x), fn(x));
+  }
+}
+
+TEST(GraphBreaks, OpTgLacksStillMatchesEager) {
+  auto fn = [](torch::Tensor x) {
+    auto [values, indices] = x.exp().topk(3, 1);
+    return values.cumsum(1) * 2 + indices.to(torch::kFloat);
+  };
+  tgc::reset();
+  auto f = tgc::compile(fn);
+  torch::Tensor x = torch::randn({4, 9});
+  expectClose(f(x), fn(x));
+  EXPECT_EQ(tgc::stats().eager_fallbacks, 0);
+}
+
+TEST(GraphBreaks, ExplainListsGraphsAndBreaks) {
+  auto fn = [](torch::Tensor x) {
+    torch::Tensor y = x * 2;
+    if (y.sum().item<float>() > 0)
+      y = y.relu();
+    return y + 1;
+  };
+  torch::Tensor x = torch::randn({5});
+  tgc::Explanation e = tgc::explain(fn, x);
+  EXPECT_EQ(e.graph_count, 2);
+  EXPECT_EQ(e.graph_break_count, 1);
+  ASSERT_EQ(e.breaks.size(), 1u);
+  EXPECT_EQ(e.breaks[0].op, "aten::_local_scalar_dense");
+  EXPECT_EQ(e.breaks[0].segment, 0);
+  EXPECT_NE(e.breaks[0].reason.find("host"), std::string::npos);
+  ASSERT_EQ(e.graph_ops.size(), 2u);
+  EXPECT_EQ(e.graph_ops[0], (std::vector<std::string>{"aten::mul.Tensor", "aten::sum.dim_IntList"}));
+  EXPECT_NE(e.str().find("break after graph 0 at aten::_local_scalar_dense"), std::string::npos)
+      << e.str();
+}
+
+// --- replay and guards -----------------------------------------------------------
+
+TEST(Replay, SingleSegmentReplaysWithoutRunningUserCode) {
+  tgc::reset();
+  int ran = 0;
+  auto f = tgc::compile([&ran](torch::Tensor x) {
+    ++ran;
+    return (x * 2).sigmoid();
+  });
+  torch::Tensor x = torch::randn({7});
+  for (int i = 0; i < 5; ++i)
+    expectClose(f(x), (x * 2).sigmoid());
+  EXPECT_EQ(ran, 1);
+  EXPECT_EQ(tgc::stats().captures, 1);
+}
+
+TEST(Guards, EachPropertyRecompiles) {
+  tgc::reset();
+  auto fn = [](torch::Tensor x) { return x * 2 + 1; };
+  auto f = tgc::compile(fn);
+  torch::Tensor base = torch::randn({4, 6});
+  std::vector<torch::Tensor> variants = {
+      base,                             // first capture
+      torch::randn({5, 6}),             // sizes
+      torch::randn({6, 4}).t(),         // strides (same sizes as base)
+      base.to(torch::kDouble),          // dtype
+  };
+  for (auto &v : variants)
+    expectClose(f(v), fn(v));
+  EXPECT_EQ(tgc::stats().recompiles, 3);
+  {
+    torch::NoGradGuard noGrad; // grad mode
+    expectClose(f(base), fn(base));
+  }
+  EXPECT_EQ(tgc::stats().recompiles, 4);
+  // requires_grad: a different specialization, and gradients still flow.
+  torch::Tensor leaf = base.clone().requires_grad_(true);
+  torch::Tensor y = f(leaf);
+  y.sum().backward();
+  expectClose(leaf.grad(), torch::full_like(base, 2));
+  EXPECT_EQ(tgc::stats().recompiles, 5);
+  // Nothing new: all hits.
+  int64_t hits = tgc::stats().cache_hits_memory;
+  expectClose(f(base), fn(base));
+  EXPECT_EQ(tgc::stats().cache_hits_memory, hits + 1);
+}
+
+TEST(Guards, RecompileLimitLogsOnce) {
+  tgc::Options opts;
+  opts.recompile_limit = 2;
+  auto f = tgc::compile([](torch::Tensor x) { return x.exp(); }, opts);
+  testing::internal::CaptureStderr();
+  for (int n = 1; n <= 6; ++n) {
+    torch::Tensor x = torch::randn({n});
+    expectClose(f(x), x.exp());
+  }
+  std::string err = testing::internal::GetCapturedStderr();
+  size_t first = err.find("recompile_limit");
+  ASSERT_NE(first, std::string::npos);
+  EXPECT_EQ(err.find("recompile_limit", first + 1), std::string::npos) << err;
+  EXPECT_NE(err.find("Float"), std::string::npos) << "names the guard: " << err;
+}
+
+// --- threads ----------------------------------------------------------------------
+
+TEST(Threads, TwoThreadsShareOneCompiledCallable) {
+  auto fn = [](torch::Tensor a, torch::Tensor b) { return (a * b).tanh() + a; };
+  auto f = tgc::compile(fn);
+  std::atomic<int> failures{0};
+  auto worker = [&](int seed) {
+    torch::manual_seed(seed);
+    for (int i = 0; i < 50; ++i) {
+      torch::Tensor a = torch::randn({32, 8}), b = torch::randn({8});
+      if (!torch::allclose(f(a, b), fn(a, b), 1e-5, 1e-5))
+        ++failures;
+    }
+  };
+  std::thread t1(worker, 1), t2(worker, 2);
+  t1.join();
+  t2.join();
+  EXPECT_EQ(failures.load(), 0);
+}
+
+} // namespace

@@ -239,6 +239,56 @@ TEST(GraphBreaks, OpTgLacksStillMatchesEager) {
   EXPECT_EQ(tgc::stats().eager_fallbacks, 0);
 }
 
+TEST(GraphBreaks, DataDependentShapesBreakAndResume) {
+  auto fn = [](torch::Tensor x) {
+    torch::Tensor pos = torch::masked_select(x, x > 0);   // shape from data
+    torch::Tensor idx = (x < -0.5).nonzero().squeeze(1);   // shape from data
+    torch::Tensor u = std::get<0>(torch::_unique(x.round()));
+    return std::make_tuple(pos.exp().sum() + x.relu(), x.index_select(0, idx) * 2, u.neg());
+  };
+  tgc::reset();
+  auto f = tgc::compile(fn);
+  for (int i = 0; i < 3; ++i) {
+    torch::Tensor x = torch::randn({12});
+    auto [a, b, c] = f(x);
+    auto [ea, eb, ec] = fn(x);
+    expectClose(a, ea);
+    expectClose(b, eb);
+    expectClose(c, ec);
+  }
+  EXPECT_GE(tgc::stats().graph_breaks, 9);
+  EXPECT_EQ(tgc::stats().eager_fallbacks, 0);
+}
+
+TEST(GraphBreaks, ReadingDataOnTheHostRunsEagerly) {
+  // data_ptr/accessor cannot be intercepted at the dispatcher: the call runs
+  // eagerly (logged) and the answer is still eager's.
+  auto fn = [](torch::Tensor x) {
+    auto acc = x.accessor<float, 1>();
+    return acc[0] > 0 ? x * 2 : x * 3;
+  };
+  tgc::reset();
+  auto f = tgc::compile(fn);
+  torch::Tensor x = torch::randn({4});
+  expectClose(f(x), fn(x));
+  EXPECT_EQ(tgc::stats().eager_fallbacks, 1);
+}
+
+TEST(GraphBreaks, LogTopicsReportAsItHappens) {
+  setenv("TGC_LOG", "graph_breaks,recompiles", 1);
+  auto f = tgc::compile([](torch::Tensor x) {
+    return x.sum().item<float>() > 0 ? x.exp() : x;
+  });
+  testing::internal::CaptureStderr();
+  f(torch::randn({3}));
+  f(torch::randn({5})); // guard miss
+  std::string err = testing::internal::GetCapturedStderr();
+  unsetenv("TGC_LOG");
+  EXPECT_NE(err.find("[tgc:graph_breaks] segment 0 ends at aten::_local_scalar_dense"),
+            std::string::npos) << err;
+  EXPECT_NE(err.find("[tgc:recompiles] guard miss"), std::string::npos) << err;
+}
+
 TEST(GraphBreaks, ExplainListsGraphsAndBreaks) {
   auto fn = [](torch::Tensor x) {
     torch::Tensor y = x * 2;

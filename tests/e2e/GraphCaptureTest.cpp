@@ -99,6 +99,18 @@ TEST(ScriptCapture, IfOnTensorDataMatchesEager) {
   EXPECT_GE(tgc::stats().graph_breaks, 8); // one bool() per call
 }
 
+TEST(ScriptCapture, ModuleFromJitLoad) {
+  torch::NoGradGuard noGrad;
+  std::string path = testing::TempDir() + "/tgc_gate.pt";
+  scriptModule().save(path);
+  torch::jit::Module loaded = torch::jit::load(path);
+  auto sm = tgc::compile(torch::jit::load(path));
+  for (int i = 0; i < 4; ++i) {
+    torch::Tensor x = torch::randn({2, 6});
+    expectClose(sm->forward({x}).toTensor(), loaded.forward({x}).toTensor());
+  }
+}
+
 TEST(ScriptCapture, StraightLineModuleIsOneGraph) {
   torch::NoGradGuard noGrad;
   torch::jit::Module m("Lin");

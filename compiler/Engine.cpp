@@ -3,6 +3,7 @@
 
 #include "compiler/capture/Tracer.h"
 #include "compiler/pipeline/Pipeline.h"
+#include "runtime/ArtifactCache.h"
 #include "runtime/Counters.h"
 #include "runtime/Executor.h"
 #include "runtime/Log.h"
@@ -32,6 +33,7 @@ Stats stats() {
   s.kernel_launches = c.kernelLaunches;
   s.extern_calls = c.externCalls;
   s.captures = c.captures;
+  s.pipelines_run = c.pipelinesRun;
   return s;
 }
 
@@ -125,15 +127,45 @@ public:
   }
 
 private:
-  static std::shared_ptr<CompiledGraph> compile(const Segment &seg) {
+  /// The graph layer key of a segment.
+  static std::string graphKey(const Segment &seg) {
+    KeyInputs k = baseKeyInputs();
+    k.content = seg.structuralKey();
+    k.arch = seg.device;
+    k.options = "mode=default";
+    return buildKey(k);
+  }
+
+  /// A plan from the graph layer of the disk cache, or from the pipeline
+  /// (then stored there).
+  static bool planFor(const Segment &seg, Plan &plan, std::string &error) {
+    std::string key = graphKey(seg);
+    ArtifactCache &cache = ArtifactCache::instance();
+    if (std::optional<std::string> bytes = cache.get(Layer::Graph, key)) {
+      if (deserializePlan(*bytes, plan, error)) {
+        counters().cacheHitsDisk++;
+        return true;
+      }
+      warn("cached graph " + key + " does not parse (" + error + "); recompiling it");
+    }
+    counters().pipelinesRun++;
     PipelineResult r = runPipeline(seg);
     dumpDebug(r, seg);
+    if (!r.ok) {
+      error = r.error;
+      return false;
+    }
+    plan = std::move(r.plan);
+    cache.put(Layer::Graph, key, serializePlan(plan));
+    return true;
+  }
+
+  static std::shared_ptr<CompiledGraph> compile(const Segment &seg) {
+    Plan plan;
     std::string error;
     std::shared_ptr<CompiledGraph> g;
-    if (r.ok)
-      g = CompiledGraph::load(std::move(r.plan), error);
-    else
-      error = r.error;
+    if (planFor(seg, plan, error))
+      g = CompiledGraph::load(std::move(plan), error);
     if (g) {
       counters().graphsCompiled++;
       counters().kernelsCompiled += g->kernelsCompiled();
@@ -338,6 +370,7 @@ void reset() {
   c.kernelLaunches = 0;
   c.externCalls = 0;
   c.captures = 0;
+  c.pipelinesRun = 0;
 }
 
 void detail::Engine::clear() {

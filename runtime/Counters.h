@@ -18,6 +18,7 @@ struct Counters {
   std::atomic<int64_t> kernelLaunches{0};
   std::atomic<int64_t> externCalls{0};
   std::atomic<int64_t> captures{0}; ///< times user code ran under the tracer
+  std::atomic<int64_t> pipelinesRun{0}; ///< MLIR pipelines run (graph-layer misses)
 };
 
 /// The one instance, shared by the compiler and the runtime.

@@ -1,7 +1,10 @@
 //===- HostCompiler.cpp - compiling and loading CPU kernels ---------------===//
 #include "runtime/HostCompiler.h"
 
-#include "runtime/ArtifactStore.h"
+#include "runtime/ArtifactCache.h"
+#include <cerrno>
+#include <cstring>
+#include <sys/mman.h>
 #include "runtime/Counters.h"
 #include "runtime/Log.h"
 
@@ -27,7 +30,11 @@ std::shared_ptr<SharedObject> SharedObject::open(const std::string &path,
   return std::shared_ptr<SharedObject>(new SharedObject(h, path));
 }
 
-SharedObject::~SharedObject() { dlclose(handle_); }
+SharedObject::~SharedObject() {
+  dlclose(handle_);
+  if (fd_ >= 0)
+    ::close(fd_);
+}
 
 void *SharedObject::symbol(const std::string &name) const {
   return dlsym(handle_, name.c_str());
@@ -66,49 +73,87 @@ const std::string &hostCompilerVersion() {
   return version;
 }
 
+std::shared_ptr<SharedObject> SharedObject::openBytes(const std::string &bytes,
+                                                      const std::string &name,
+                                                      std::string &error) {
+  // An anonymous in-memory file: loading needs no writable directory.
+  int fd = memfd_create(name.c_str(), MFD_CLOEXEC);
+  if (fd < 0) {
+    error = std::string("memfd_create failed: ") + std::strerror(errno);
+    return nullptr;
+  }
+  size_t done = 0;
+  while (done < bytes.size()) {
+    ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
+    if (n <= 0) {
+      ::close(fd);
+      error = "cannot write the shared object to memory";
+      return nullptr;
+    }
+    done += n;
+  }
+  // The fd stays open while the object is loaded: dlopen recognizes
+  // libraries by path, and a reused fd number would alias another kernel.
+  auto so = open("/proc/self/fd/" + std::to_string(fd), error);
+  if (!so) {
+    ::close(fd);
+    return nullptr;
+  }
+  so->path_ = name;
+  so->fd_ = fd;
+  return so;
+}
+
+KeyInputs hostKernelKey(const std::string &source) {
+  KeyInputs k = baseKeyInputs();
+  k.content = source;
+  k.toolchain = hostCompilerCommand() + " " + hostCompilerFlags() + " " + hostCompilerVersion();
+  k.arch = "host-native";
+  return k;
+}
+
 HostCompileResult compileSharedObject(const std::string &source) {
   HostCompileResult r;
-  std::string key = contentHash(source + "\n" + hostCompilerCommand() + "\n" +
-                                hostCompilerFlags() + "\n" +
-                                hostCompilerVersion() + "\ntgc-0.1");
-  fs::path dir = fs::path(cacheDir()) / "kernels" / "cpu";
-  std::string so = (dir / (key + ".so")).string();
-  std::error_code ec;
-  if (fs::exists(so, ec)) {
-    if ((r.object = SharedObject::open(so, r.error))) {
+  std::string key = buildKey(hostKernelKey(source));
+  ArtifactCache &cache = ArtifactCache::instance();
+  if (std::optional<std::string> bytes = cache.get(Layer::Kernel, key)) {
+    if ((r.object = SharedObject::openBytes(*bytes, key + ".so", r.error))) {
       counters().cacheHitsDisk++;
       return r;
     }
-    log("kernels", "evicting unloadable " + so + ": " + r.error);
-    fs::remove(so, ec);
+    log("kernels", "cached shared object " + key + " does not load: " + r.error);
   }
-  fs::create_directories(dir, ec);
-  std::string stem = (dir / (key + ".tmp." + std::to_string(getpid()))).string();
-  std::string src = stem + ".cpp", tmpSo = stem + ".so";
+  // Compile in a private scratch directory, then publish into the cache.
+  std::string pattern = (fs::temp_directory_path() / "tgc-build-XXXXXX").string();
+  if (!mkdtemp(pattern.data())) {
+    r.error = std::string("cannot create a build directory: ") + std::strerror(errno);
+    return r;
+  }
+  fs::path dir(pattern);
+  std::string src = (dir / "kernels.cpp").string(), so = (dir / "kernels.so").string();
+  std::error_code ec;
   if (!writeFileAtomic(src, source)) {
     r.error = "cannot write generated source to " + src;
     return r;
   }
-  std::string cmd = hostCompilerCommand() + " " + hostCompilerFlags() + " " +
-                    src + " -o " + tmpSo;
+  std::string cmd = hostCompilerCommand() + " " + hostCompilerFlags() + " " + src + " -o " + so;
   int status = 0;
   std::string output = runCommand(cmd, status);
-  if (status != 0) {
-    std::string kept = (dir / (key + ".failed.cpp")).string();
-    fs::rename(src, kept, ec);
-    r.error = "host compiler failed (" + cmd + "); generated source kept at " +
-              kept + ":\n" + output;
+  std::string bytes;
+  if (status != 0 || !readFile(so, bytes)) {
+    r.error = "host compiler failed (" + cmd + "); generated source kept at " + src +
+              ":\n" + output;
     return r;
   }
-  fs::remove(src, ec);
-  fs::rename(tmpSo, so, ec); // atomic publish
-  if (ec) {
-    r.error = "cannot publish " + so + ": " + ec.message();
-    return r;
-  }
+  // (not fs::remove_all: LibTorch exports a broken copy of it that wins
+  // symbol resolution in some processes)
+  ::unlink(src.c_str());
+  ::unlink(so.c_str());
+  ::rmdir(dir.c_str());
+  cache.put(Layer::Kernel, key, bytes);
   r.compiled = true;
-  r.object = SharedObject::open(so, r.error);
-  log("kernels", "compiled " + so);
+  r.object = SharedObject::openBytes(bytes, key + ".so", r.error);
+  log("kernels", "compiled CPU kernels " + key);
   return r;
 }
 

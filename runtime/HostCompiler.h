@@ -5,6 +5,8 @@
 #include <memory>
 #include <string>
 
+#include "runtime/ArtifactCache.h"
+
 namespace tgc {
 
 /// A dlopen'ed shared object, closed when the last owner lets go.
@@ -12,6 +14,10 @@ class SharedObject {
 public:
   static std::shared_ptr<SharedObject> open(const std::string &path,
                                             std::string &error);
+  /// Loads a shared object from bytes in memory (memfd), e.g. a cache entry.
+  static std::shared_ptr<SharedObject> openBytes(const std::string &bytes,
+                                                 const std::string &name,
+                                                 std::string &error);
   ~SharedObject();
   void *symbol(const std::string &name) const;
   const std::string &path() const { return path_; }
@@ -21,6 +27,7 @@ private:
       : handle_(handle), path_(std::move(path)) {}
   void *handle_;
   std::string path_;
+  int fd_ = -1; ///< memfd backing an in-memory object
 };
 
 /// The host compiler command (TGC_CXX, else c++) and the flags tgc uses;
@@ -36,10 +43,14 @@ struct HostCompileResult {
   std::string error;     ///< set when object is null
 };
 
-/// Compiles `source` into a shared object under the cache directory (keyed
-/// by the source, compiler, flags and tgc version) or reuses it, and loads
-/// it. On a compiler failure the source is kept and named in the error.
+/// Compiles `source` into a shared object, or takes it from the kernel layer
+/// of the cache (keyed by the source, compiler, flags, tgc and LibTorch
+/// versions), and loads it. On a compiler failure the source is kept and
+/// named in the error.
 HostCompileResult compileSharedObject(const std::string &source);
+
+/// The key inputs of a CPU kernel artifact.
+KeyInputs hostKernelKey(const std::string &source);
 
 } // namespace tgc
 

@@ -1,10 +1,11 @@
 //===- Nvrtc.cpp - NVRTC driver (dlopen'ed, so CPU-only use needs no CUDA) -===//
 #include "runtime/Nvrtc.h"
 
-#include "runtime/ArtifactStore.h"
+#include "runtime/ArtifactCache.h"
 
 #include <nvrtc.h>
 
+#include <cstring>
 #include <dlfcn.h>
 #include <filesystem>
 #include <mutex>
@@ -98,8 +99,46 @@ std::vector<std::string> nvrtcOptions(const std::string &arch) {
   return opts;
 }
 
+KeyInputs cudaKernelKey(const std::string &source, const std::string &arch) {
+  KeyInputs k = baseKeyInputs();
+  k.content = source;
+  k.toolchain = "nvrtc " + nvrtcVersion();
+  for (const std::string &o : nvrtcOptions(arch))
+    k.toolchain += " " + o;
+  k.arch = arch;
+  return k;
+}
+
 NvrtcResult compileCuda(const std::string &source, const std::string &name,
                         const std::string &arch) {
+  NvrtcResult r;
+  std::string key = buildKey(cudaKernelKey(source, arch));
+  ArtifactCache &cache = ArtifactCache::instance();
+  if (std::optional<std::string> entry = cache.get(Layer::Kernel, key)) {
+    // Payload: cubin size, cubin, PTX.
+    uint64_t n = 0;
+    if (entry->size() >= 8) {
+      std::memcpy(&n, entry->data(), 8);
+      if (n <= entry->size() - 8) {
+        r.cubin = entry->substr(8, n);
+        r.ptx = entry->substr(8 + n);
+        r.ok = true;
+        r.fromCache = true;
+        return r;
+      }
+    }
+  }
+  r = compileCudaUncached(source, name, arch);
+  if (r.ok) {
+    uint64_t n = r.cubin.size();
+    std::string payload(reinterpret_cast<const char *>(&n), 8);
+    cache.put(Layer::Kernel, key, payload + r.cubin + r.ptx);
+  }
+  return r;
+}
+
+NvrtcResult compileCudaUncached(const std::string &source, const std::string &name,
+                                const std::string &arch) {
   NvrtcResult r;
   const NvrtcApi &a = api();
   if (!a.handle) {

@@ -2,6 +2,8 @@
 #ifndef TGC_RUNTIME_NVRTC_H
 #define TGC_RUNTIME_NVRTC_H
 
+#include "runtime/ArtifactCache.h"
+
 #include <string>
 #include <vector>
 
@@ -13,6 +15,7 @@ struct NvrtcResult {
   std::string ptx;
   std::string log;   ///< NVRTC's program log
   std::string error; ///< why it failed, with the saved source's path
+  bool fromCache = false; ///< taken from the kernel layer of the cache
 };
 
 /// Whether libnvrtc could be loaded (TGC_NVRTC_LIBRARY, libnvrtc.so.13,
@@ -31,6 +34,11 @@ std::vector<std::string> nvrtcOptions(const std::string &arch);
 /// directory and its path is in `error`.
 NvrtcResult compileCuda(const std::string &source, const std::string &name,
                         const std::string &arch);
+/// The same without consulting or filling the cache.
+NvrtcResult compileCudaUncached(const std::string &source, const std::string &name,
+                                const std::string &arch);
+/// The key inputs of a CUDA kernel artifact.
+KeyInputs cudaKernelKey(const std::string &source, const std::string &arch);
 
 } // namespace tgc
 

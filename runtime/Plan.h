@@ -85,6 +85,12 @@ struct Plan {
   std::string str() const;
 };
 
+/// Binary form of a Plan, as the graph cache and AOT packages store it.
+std::string serializePlan(const Plan &plan);
+/// Parses serializePlan's output; false (with `error`) on malformed input:
+/// every count, index and size is checked, nothing is trusted.
+bool deserializePlan(const std::string &data, Plan &plan, std::string &error);
+
 } // namespace tgc
 
 #endif // TGC_RUNTIME_PLAN_H

@@ -56,6 +56,7 @@ struct Stats {
   int64_t kernel_launches = 0;
   int64_t extern_calls = 0;
   int64_t captures = 0; ///< times the callable ran under the tracer (not replayed)
+  int64_t pipelines_run = 0; ///< MLIR pipelines run (misses of the graph cache)
 };
 
 Stats stats();

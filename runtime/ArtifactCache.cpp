@@ -1,0 +1,279 @@
+//===- ArtifactCache.cpp - entry format, atomic writes, eviction ----------===//
+#include "runtime/ArtifactCache.h"
+
+#include "runtime/CodegenHash.h"
+#include "runtime/Log.h"
+
+#include <torch/version.h>
+#include <xxhash.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <mutex>
+#include <sstream>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+namespace fs = std::filesystem;
+
+namespace tgc {
+
+namespace {
+
+constexpr char kMagic[8] = {'T', 'G', 'C', 'A', 'C', 'H', 'E', '1'};
+
+std::atomic<int64_t> processHits{0}, processMisses{0};
+std::once_flag readOnlyWarning;
+
+void appendU32(std::string &s, uint32_t v) { s.append(reinterpret_cast<const char *>(&v), 4); }
+void appendU64(std::string &s, uint64_t v) { s.append(reinterpret_cast<const char *>(&v), 8); }
+
+/// Adds this process's hits and misses to `<dir>/stats` (under flock).
+void persistStats() {
+  if (cacheDisabled() || (processHits == 0 && processMisses == 0))
+    return;
+  std::string path = cacheDir() + "/stats";
+  int fd = ::open(path.c_str(), O_RDWR | O_CREAT, 0644);
+  if (fd < 0)
+    return;
+  if (flock(fd, LOCK_EX) == 0) {
+    char buf[64] = {0};
+    ssize_t n = pread(fd, buf, sizeof buf - 1, 0);
+    long long h = 0, m = 0;
+    if (n > 0)
+      std::sscanf(buf, "%lld %lld", &h, &m);
+    std::string line = std::to_string(h + processHits.load()) + " " +
+                       std::to_string(m + processMisses.load()) + "\n";
+    if (ftruncate(fd, 0) == 0)
+      (void)!pwrite(fd, line.data(), line.size(), 0);
+    flock(fd, LOCK_UN);
+  }
+  ::close(fd);
+}
+
+} // namespace
+
+const char *layerName(Layer layer) {
+  switch (layer) {
+  case Layer::Kernel: return "kernels";
+  case Layer::Graph: return "graphs";
+  case Layer::Autotune: return "autotune";
+  }
+  return "unknown";
+}
+
+bool cacheDisabled() {
+  const char *d = std::getenv("TGC_DISABLE_CACHE");
+  return d && std::string(d) == "1";
+}
+
+std::string cacheDir() {
+  if (const char *d = std::getenv("TGC_CACHE_DIR"); d && *d)
+    return d;
+  if (const char *x = std::getenv("XDG_CACHE_HOME"); x && *x)
+    return (fs::path(x) / "tgc").string();
+  const char *home = std::getenv("HOME");
+  return (fs::path(home && *home ? home : "/tmp") / ".cache" / "tgc").string();
+}
+
+std::string contentHash(const std::string &data) {
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016llx",
+                (unsigned long long)XXH64(data.data(), data.size(), 0));
+  return buf;
+}
+
+std::string buildKey(const KeyInputs &in) {
+  // Length-prefixed fields: no two different inputs share a key string.
+  std::string all;
+  for (const std::string *f : {&in.content, &in.tgcVersion, &in.codegenHash, &in.toolchain,
+                               &in.arch, &in.torchVersion, &in.options}) {
+    all += std::to_string(f->size()) + ":" + *f + ";";
+  }
+  // Two independent 64-bit hashes: 128 bits of key.
+  return contentHash(all) + contentHash("tgc-key-salt" + all);
+}
+
+KeyInputs baseKeyInputs() {
+  KeyInputs k;
+  k.codegenHash = TGC_CODEGEN_HASH;
+  k.torchVersion = TORCH_VERSION;
+  return k;
+}
+
+bool writeFileAtomic(const std::string &path, const std::string &data) {
+  std::error_code ec;
+  fs::create_directories(fs::path(path).parent_path(), ec);
+  static std::atomic<uint64_t> counter{0};
+  std::string tmp = path + ".tmp." + std::to_string(getpid()) + "." +
+                    std::to_string(counter++);
+  {
+    std::ofstream out(tmp, std::ios::binary);
+    if (!out || !out.write(data.data(), data.size()) || !out.flush()) {
+      fs::remove(tmp, ec);
+      return false;
+    }
+  }
+  fs::rename(tmp, path, ec);
+  if (ec)
+    fs::remove(tmp, ec);
+  return !ec;
+}
+
+bool readFile(const std::string &path, std::string &data) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in)
+    return false;
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  data = ss.str();
+  return true;
+}
+
+ArtifactCache::ArtifactCache() { std::atexit(persistStats); }
+
+ArtifactCache &ArtifactCache::instance() {
+  static ArtifactCache cache;
+  return cache;
+}
+
+int64_t ArtifactCache::hits() const { return processHits; }
+int64_t ArtifactCache::misses() const { return processMisses; }
+
+std::string ArtifactCache::pathOf(const std::string &dir, Layer layer, const std::string &key) {
+  return dir + "/" + layerName(layer) + "/" + key + ".tgc";
+}
+
+std::string ArtifactCache::encode(Layer layer, const std::string &key,
+                                  const std::string &payload) {
+  std::string s(kMagic, 8);
+  appendU32(s, static_cast<uint32_t>(layer));
+  appendU32(s, key.size());
+  s += key;
+  appendU64(s, payload.size());
+  appendU64(s, XXH64(payload.data(), payload.size(), 0));
+  s += payload;
+  return s;
+}
+
+bool ArtifactCache::verifyEntry(const std::string &path, std::string *why,
+                                std::string *payload) {
+  std::string data;
+  auto fail = [&](const std::string &w) {
+    if (why)
+      *why = w;
+    return false;
+  };
+  if (!readFile(path, data))
+    return fail("unreadable");
+  if (data.size() < 16 || std::memcmp(data.data(), kMagic, 8) != 0)
+    return fail("not a tgc cache entry (bad magic)");
+  uint32_t layer, keyLen;
+  std::memcpy(&layer, data.data() + 8, 4);
+  std::memcpy(&keyLen, data.data() + 12, 4);
+  if (data.size() < 16 + size_t(keyLen) + 16)
+    return fail("truncated header");
+  std::string key = data.substr(16, keyLen);
+  uint64_t size, sum;
+  std::memcpy(&size, data.data() + 16 + keyLen, 8);
+  std::memcpy(&sum, data.data() + 24 + keyLen, 8);
+  size_t start = 32 + keyLen;
+  if (data.size() != start + size)
+    return fail("truncated or padded payload (" + std::to_string(data.size() - start) +
+                " bytes, header says " + std::to_string(size) + ")");
+  fs::path p(path);
+  if (p.stem().string() != key || p.parent_path().filename().string() !=
+                                      layerName(static_cast<Layer>(layer)))
+    return fail("entry for key " + key + " stored under " + p.string());
+  if (XXH64(data.data() + start, size, 0) != sum)
+    return fail("checksum mismatch");
+  if (payload)
+    *payload = data.substr(start);
+  return true;
+}
+
+std::optional<std::string> ArtifactCache::get(Layer layer, const std::string &key) {
+  if (cacheDisabled())
+    return std::nullopt;
+  std::string path = pathOf(cacheDir(), layer, key);
+  std::error_code ec;
+  if (!fs::exists(path, ec)) {
+    processMisses++;
+    return std::nullopt;
+  }
+  std::string why, payload;
+  if (!verifyEntry(path, &why, &payload)) {
+    warn("cache entry " + path + " is invalid (" + why + "); evicting and rebuilding it");
+    fs::remove(path, ec);
+    processMisses++;
+    return std::nullopt;
+  }
+  ::utimensat(AT_FDCWD, path.c_str(), nullptr, 0); // LRU: last use now
+  processHits++;
+  return payload;
+}
+
+bool ArtifactCache::put(Layer layer, const std::string &key, const std::string &payload) {
+  if (cacheDisabled())
+    return false;
+  std::string dir = cacheDir();
+  std::string path = pathOf(dir, layer, key);
+  if (!writeFileAtomic(path, encode(layer, key, payload))) {
+    std::call_once(readOnlyWarning, [&] {
+      warn("cannot write to the cache directory " + dir + " (" + std::strerror(errno) +
+           "); hits are still served, misses compile in memory only");
+    });
+    return false;
+  }
+  if (const char *cap = std::getenv("TGC_CACHE_MAX_BYTES"); cap && *cap)
+    evictToCap(dir, std::strtoull(cap, nullptr, 10));
+  return true;
+}
+
+std::vector<EntryInfo> ArtifactCache::list(const std::string &dir) {
+  std::vector<EntryInfo> out;
+  for (Layer layer : {Layer::Kernel, Layer::Graph, Layer::Autotune}) {
+    std::error_code ec;
+    fs::path sub = fs::path(dir) / layerName(layer);
+    if (!fs::is_directory(sub, ec))
+      continue;
+    for (const auto &e : fs::directory_iterator(sub, ec)) {
+      if (e.path().extension() != ".tgc")
+        continue;
+      struct stat st;
+      if (::stat(e.path().c_str(), &st) != 0)
+        continue;
+      out.push_back({layer, e.path().stem().string(), e.path().string(),
+                     (uint64_t)st.st_size, (int64_t)st.st_mtime});
+    }
+  }
+  return out;
+}
+
+void ArtifactCache::evictToCap(const std::string &dir, uint64_t maxBytes) {
+  std::vector<EntryInfo> entries = list(dir);
+  uint64_t total = 0;
+  for (const EntryInfo &e : entries)
+    total += e.bytes;
+  if (total <= maxBytes)
+    return;
+  std::sort(entries.begin(), entries.end(),
+            [](const EntryInfo &a, const EntryInfo &b) { return a.mtime < b.mtime; });
+  std::error_code ec;
+  for (const EntryInfo &e : entries) {
+    if (total <= maxBytes)
+      break;
+    if (fs::remove(e.path, ec))
+      total -= e.bytes;
+    log("cache", "evicted (size cap) " + e.path);
+  }
+}
+
+} // namespace tgc

@@ -251,7 +251,7 @@ std::vector<EntryInfo> ArtifactCache::list(const std::string &dir) {
       if (::stat(e.path().c_str(), &st) != 0)
         continue;
       out.push_back({layer, e.path().stem().string(), e.path().string(),
-                     (uint64_t)st.st_size, (int64_t)st.st_mtime});
+                     (uint64_t)st.st_size, (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec});
     }
   }
   return out;

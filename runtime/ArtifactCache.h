@@ -60,7 +60,7 @@ struct EntryInfo {
   std::string key;
   std::string path;
   uint64_t bytes = 0;
-  int64_t mtime = 0; ///< last use, seconds
+  int64_t mtime = 0; ///< last use, nanoseconds since the epoch
 };
 
 /// The on-disk cache. Stateless apart from per-process counters and the

@@ -1,0 +1,214 @@
+//===- tgc-cache.cpp - inspect, verify, clear, export and import the cache -===//
+#include "runtime/ArtifactCache.h"
+
+#include <CLI/CLI.hpp>
+#include <zstd.h>
+
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <iostream>
+#include <map>
+
+namespace fs = std::filesystem;
+using namespace tgc;
+
+namespace {
+
+/// Documented exit codes.
+enum Exit { kOk = 0, kCorrupt = 1, kUsage = 2, kIoError = 3 };
+
+constexpr char kArchiveMagic[8] = {'T', 'G', 'C', 'A', 'R', 'C', 'H', '1'};
+
+void appendU64(std::string &s, uint64_t v) { s.append(reinterpret_cast<const char *>(&v), 8); }
+
+int stats(const std::string &dir) {
+  std::map<std::string, std::pair<int, uint64_t>> perLayer;
+  int entries = 0;
+  uint64_t bytes = 0;
+  for (const EntryInfo &e : ArtifactCache::list(dir)) {
+    auto &[n, b] = perLayer[layerName(e.layer)];
+    ++n;
+    b += e.bytes;
+    ++entries;
+    bytes += e.bytes;
+  }
+  long long hits = 0, misses = 0;
+  std::string text;
+  if (readFile(dir + "/stats", text))
+    std::sscanf(text.c_str(), "%lld %lld", &hits, &misses);
+  std::cout << "cache directory: " << dir << "\n"
+            << "entries: " << entries << "\nbytes: " << bytes << "\n";
+  for (auto &[layer, nb] : perLayer)
+    std::cout << "  " << layer << ": " << nb.first << " entries, " << nb.second << " bytes\n";
+  std::cout << "hits: " << hits << "\nmisses: " << misses << "\n";
+  return kOk;
+}
+
+int ls(const std::string &dir) {
+  for (const EntryInfo &e : ArtifactCache::list(dir))
+    std::cout << layerName(e.layer) << "\t" << e.key << "\t" << e.bytes << "\n";
+  return kOk;
+}
+
+int verify(const std::string &dir) {
+  int bad = 0, good = 0;
+  for (const EntryInfo &e : ArtifactCache::list(dir)) {
+    std::string why;
+    if (ArtifactCache::verifyEntry(e.path, &why)) {
+      ++good;
+    } else {
+      ++bad;
+      std::cout << "CORRUPT " << e.path << ": " << why << "\n";
+    }
+  }
+  std::cout << good << " entries ok, " << bad << " corrupt\n";
+  return bad ? kCorrupt : kOk;
+}
+
+int clear(const std::string &dir) {
+  int removed = 0;
+  std::error_code ec;
+  for (const EntryInfo &e : ArtifactCache::list(dir))
+    removed += fs::remove(e.path, ec);
+  fs::remove(dir + "/stats", ec);
+  std::cout << "removed " << removed << " entries from " << dir << "\n";
+  return kOk;
+}
+
+int exportTo(const std::string &dir, const std::string &file) {
+  std::string raw(kArchiveMagic, 8);
+  int n = 0;
+  for (const EntryInfo &e : ArtifactCache::list(dir)) {
+    std::string data, why;
+    if (!ArtifactCache::verifyEntry(e.path, &why)) {
+      std::cerr << "tgc-cache: skipping corrupt entry " << e.path << ": " << why << "\n";
+      continue;
+    }
+    readFile(e.path, data);
+    std::string name = std::string(layerName(e.layer)) + "/" + e.key + ".tgc";
+    appendU64(raw, name.size());
+    raw += name;
+    appendU64(raw, data.size());
+    raw += data;
+    ++n;
+  }
+  std::string packed(ZSTD_compressBound(raw.size()), '\0');
+  size_t size = ZSTD_compress(packed.data(), packed.size(), raw.data(), raw.size(), 3);
+  if (ZSTD_isError(size)) {
+    std::cerr << "tgc-cache: compression failed: " << ZSTD_getErrorName(size) << "\n";
+    return kIoError;
+  }
+  packed.resize(size);
+  if (!writeFileAtomic(file, packed)) {
+    std::cerr << "tgc-cache: cannot write " << file << "\n";
+    return kIoError;
+  }
+  std::cout << "exported " << n << " entries to " << file << " (" << size << " bytes)\n";
+  return kOk;
+}
+
+int importFrom(const std::string &dir, const std::string &file) {
+  std::string packed;
+  if (!readFile(file, packed)) {
+    std::cerr << "tgc-cache: cannot read " << file << "\n";
+    return kIoError;
+  }
+  unsigned long long rawSize = ZSTD_getFrameContentSize(packed.data(), packed.size());
+  if (rawSize == ZSTD_CONTENTSIZE_ERROR || rawSize == ZSTD_CONTENTSIZE_UNKNOWN ||
+      rawSize > (1ull << 36)) {
+    std::cerr << "tgc-cache: " << file << " is not a tgc-cache export (not zstd)\n";
+    return kCorrupt;
+  }
+  std::string raw(rawSize, '\0');
+  size_t got = ZSTD_decompress(raw.data(), raw.size(), packed.data(), packed.size());
+  if (ZSTD_isError(got) || got != rawSize || raw.compare(0, 8, kArchiveMagic, 8) != 0) {
+    std::cerr << "tgc-cache: " << file << " is corrupt or not a tgc-cache export\n";
+    return kCorrupt;
+  }
+  size_t pos = 8;
+  int imported = 0, rejected = 0;
+  auto u64 = [&](uint64_t &v) {
+    if (raw.size() - pos < 8)
+      return false;
+    std::memcpy(&v, raw.data() + pos, 8);
+    pos += 8;
+    return true;
+  };
+  while (pos < raw.size()) {
+    uint64_t nameLen, dataLen;
+    if (!u64(nameLen) || nameLen > raw.size() - pos) {
+      std::cerr << "tgc-cache: truncated archive\n";
+      return kCorrupt;
+    }
+    std::string name = raw.substr(pos, nameLen);
+    pos += nameLen;
+    if (!u64(dataLen) || dataLen > raw.size() - pos) {
+      std::cerr << "tgc-cache: truncated archive\n";
+      return kCorrupt;
+    }
+    std::string data = raw.substr(pos, dataLen);
+    pos += dataLen;
+    // Names are layer/key.tgc only: nothing escapes the cache directory.
+    fs::path rel(name);
+    bool safe = rel.has_parent_path() && rel.parent_path().has_filename() &&
+                !rel.parent_path().has_parent_path() && name.find("..") == std::string::npos;
+    std::string dest = dir + "/" + name;
+    std::string why;
+    if (!safe || !writeFileAtomic(dest, data) || !ArtifactCache::verifyEntry(dest, &why)) {
+      std::error_code ec;
+      if (safe)
+        fs::remove(dest, ec);
+      std::cerr << "tgc-cache: rejected entry " << name << (why.empty() ? "" : ": " + why) << "\n";
+      ++rejected;
+      continue;
+    }
+    ++imported;
+  }
+  std::cout << "imported " << imported << " entries into " << dir << "\n";
+  return rejected ? kCorrupt : kOk;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  CLI::App app{"tgc-cache: inspect and manage tgc's compiled-artifact cache.\n\n"
+               "The cache directory is --dir, else TGC_CACHE_DIR, else $XDG_CACHE_HOME/tgc,\n"
+               "else ~/.cache/tgc.\n\n"
+               "Examples:\n"
+               "  tgc-cache stats                      entries, bytes, hits and misses\n"
+               "  tgc-cache ls                         one line per entry: layer, key, bytes\n"
+               "  tgc-cache verify                     check every entry's checksum\n"
+               "  tgc-cache export cache.tgcz          one zstd archive of all entries\n"
+               "  tgc-cache --dir /mnt/c import cache.tgcz\n"
+               "  tgc-cache clear\n\n"
+               "Exit codes: 0 success, 1 corrupt entries or archive, 2 usage error,\n"
+               "3 I/O error."};
+  std::string dir;
+  app.add_option("--dir", dir, "cache directory (default: as described above)");
+  app.require_subcommand(1);
+  std::string file;
+  auto *cStats = app.add_subcommand("stats", "entries, bytes, hits, misses");
+  auto *cLs = app.add_subcommand("ls", "list entries");
+  auto *cVerify = app.add_subcommand("verify", "check every entry; exit 1 on corruption");
+  auto *cClear = app.add_subcommand("clear", "remove every entry");
+  auto *cExport = app.add_subcommand("export", "write all entries to one zstd archive");
+  cExport->add_option("FILE", file, "archive to write")->required();
+  auto *cImport = app.add_subcommand("import", "add the entries of an archive (verified)");
+  cImport->add_option("FILE", file, "archive to read")->required()->check(CLI::ExistingFile);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError &e) {
+    int rc = app.exit(e);
+    return e.get_exit_code() == 0 ? rc : kUsage;
+  }
+  if (dir.empty())
+    dir = cacheDir();
+  if (cStats->parsed()) return stats(dir);
+  if (cLs->parsed()) return ls(dir);
+  if (cVerify->parsed()) return verify(dir);
+  if (cClear->parsed()) return clear(dir);
+  if (cExport->parsed()) return exportTo(dir, file);
+  if (cImport->parsed()) return importFrom(dir, file);
+  return kUsage;
+}

@@ -168,11 +168,20 @@ void CompiledGraph::runExtern(size_t index,
     stack.push_back(toIValue(e.args[i], schemaArgs[i], values));
   op.callBoxed(&stack);
   counters().externCalls++;
-  TORCH_CHECK(stack.size() == e.outputs.size(), "tgc: ", e.op,
-              " returned ", stack.size(), " values, the plan expects ",
+  // Ops returning Tensor[] (split, unbind) leave one list on the stack.
+  std::vector<at::Tensor> results;
+  for (const c10::IValue &v : stack) {
+    if (v.isTensorList())
+      for (const at::Tensor &t : v.toTensorVector())
+        results.push_back(t);
+    else
+      results.push_back(v.toTensor());
+  }
+  TORCH_CHECK(results.size() == e.outputs.size(), "tgc: ", e.op,
+              " returned ", results.size(), " tensors, the plan expects ",
               e.outputs.size());
   for (size_t i = 0; i < e.outputs.size(); ++i) {
-    at::Tensor t = stack[i].toTensor();
+    at::Tensor t = results[i];
     const TensorSpec &s = plan_.values[e.outputs[i]];
     TORCH_CHECK(t.sizes() == c10::IntArrayRef(s.sizes) &&
                     t.scalar_type() == toScalarType(s.dtype),

@@ -637,9 +637,8 @@ TORCH_LIBRARY_IMPL(_, PrivateUse2, m) {
 /// Routes to the tracer the ATen ops whose generic (composite) kernels
 /// would otherwise run on tracer tensors and fail: structured ops (their
 /// CompositeExplicitAutogradNonFunctional kernels build a TensorIterator over
-/// data), composite view ops (they alias storage) and composite ops that also
-/// have dedicated backend kernels. Everything else that is
-/// composite decomposes above the tracer, as it does for any backend.
+/// data) and every composite-explicit op. CompositeImplicitAutograd ops
+/// still decompose above the tracer, as they do for any backend.
 static void registerTracerKernels() {
   static torch::Library *lib = nullptr;
   if (lib)
@@ -660,18 +659,13 @@ static void registerTracerKernels() {
                     c10::DispatchKey::CompositeExplicitAutograd) &&
                 !schema.returns().empty() && schema.returns()[0].alias_info() &&
                 !schema.returns()[0].alias_info()->isWrite();
-    // Ops with a generic math kernel and dedicated CPU/CUDA kernels (e.g.
-    // native_layer_norm): the dedicated kernel is what eager runs, so keep
-    // the op whole rather than tracing its slower math decomposition.
-    bool specialized =
-        op->hasKernelForDispatchKey(c10::DispatchKey::CompositeExplicitAutograd) &&
-        (op->hasKernelForDispatchKey(c10::DispatchKey::CPU) ||
-         op->hasKernelForDispatchKey(c10::DispatchKey::CUDA));
-    // Composite in-place ops (copy_, fill_) would touch the tracer's data.
-    bool mutating =
-        op->hasKernelForDispatchKey(c10::DispatchKey::CompositeExplicitAutograd) &&
-        schema.is_mutable();
-    if (!structured && !view && !specialized && !mutating)
+    // Every other composite-explicit op is captured whole too: their
+    // generic kernels may touch storage (_unsafe_view, copy_, fill_), and
+    // where a backend has a dedicated kernel (native_layer_norm) that is
+    // what eager runs. Their Meta computation still uses the generic kernel.
+    bool composite =
+        op->hasKernelForDispatchKey(c10::DispatchKey::CompositeExplicitAutograd);
+    if (!structured && !view && !composite)
       continue;
     std::string qualified = name.name.substr(6);
     if (!name.overload_name.empty())

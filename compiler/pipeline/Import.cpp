@@ -132,6 +132,10 @@ pointwiseTable() {
       {"aten::maximum", {2, simple<tg::MaximumOp>()}},
       {"aten::minimum", {2, simple<tg::MinimumOp>()}},
       {"aten::add.Tensor", {2, simple<tg::AddOp>()}},
+      {"aten::add.Scalar", {2, simple<tg::AddOp>()}},
+      {"aten::sub.Scalar", {2, simple<tg::SubOp>()}},
+      {"aten::mul.Scalar", {2, simple<tg::MulOp>()}},
+      {"aten::div.Scalar", {2, simple<tg::DivOp>()}},
       {"aten::sub.Tensor", {2, simple<tg::SubOp>()}},
       {"aten::relu", {1, simple<tg::ReluOp>()}},
       {"aten::neg", {1, simple<tg::NegOp>()}},
@@ -173,7 +177,8 @@ LogicalResult Importer::importPointwise(const SegmentNode &node) {
   }
   // alpha of add/sub scales the second operand.
   std::string q = qualified(node);
-  if ((q == "aten::add.Tensor" || q == "aten::sub.Tensor") &&
+  if ((q == "aten::add.Tensor" || q == "aten::sub.Tensor" || q == "aten::add.Scalar" ||
+       q == "aten::sub.Scalar") &&
       node.args.size() > 2) {
     const ArgValue &alpha = node.args[2];
     bool one = (alpha.kind == ArgValue::Int && alpha.i == 1) ||

@@ -28,12 +28,13 @@ TEST(Capture, RecordsTheSkeletonsThreeOps) {
   ctx.finish(outs);
   const Segment &s = ctx.segment();
   EXPECT_EQ(opNames(s), (std::vector<std::string>{"aten::mul.Tensor",
-                                                  "aten::add.Tensor", "aten::relu"}));
+                                                  "aten::add.Scalar", "aten::relu"}));
   ASSERT_EQ(s.outputs.size(), 1u);
   EXPECT_EQ(s.values[s.outputs[0]].sizes, (std::vector<int64_t>{4, 8}));
   EXPECT_EQ(s.values[s.outputs[0]].dtype, DType::Float32);
-  // The `1` is a wrapped number, not a lifted tensor.
-  EXPECT_EQ(s.nodes[1].args[1].kind, ArgValue::ScalarTensor);
+  // The `1` is a scalar argument, not a lifted tensor.
+  EXPECT_EQ(s.nodes[1].args[1].kind, ArgValue::Int);
+  EXPECT_EQ(s.nodes[1].args[1].i, 1);
   EXPECT_TRUE(ctx.lifted().empty());
   // Capture ran no kernel on the real inputs and left them untouched.
   EXPECT_FALSE(isTracer(a));
@@ -76,12 +77,12 @@ TEST(Capture, FactoriesInsideTheCallableAreRecorded) {
     outs = {in[0] + torch::rand({2, 2})};
   }
   ctx.finish(outs);
-  // rand must run on every call, so it is an op of the graph (it decomposes
-  // into empty + uniform_), not a constant.
+  // rand must run on every call, so it is an op of the graph, not a
+  // constant.
   EXPECT_TRUE(ctx.lifted().empty());
   bool sawRand = false;
   for (const SegmentNode &n : ctx.segment().nodes)
-    sawRand |= n.op == "aten::uniform_" && n.mutates;
+    sawRand |= n.op == "aten::rand";
   EXPECT_TRUE(sawRand) << ctx.segment().str();
 }
 

@@ -1,0 +1,49 @@
+// Reference models built with torch::nn, shared by benchmarks and tests:
+// a transformer encoder layer and a GPT-2-style block with causal attention.
+#ifndef TGC_BENCH_MODELS_MODELS_H
+#define TGC_BENCH_MODELS_MODELS_H
+
+#include <torch/torch.h>
+
+#include <cmath>
+
+namespace tgc::models {
+
+/// torch::nn's transformer encoder layer (post-norm, ReLU MLP), no dropout.
+inline torch::nn::TransformerEncoderLayer transformerLayer(int64_t d = 256, int64_t heads = 4) {
+  return torch::nn::TransformerEncoderLayer(
+      torch::nn::TransformerEncoderLayerOptions(d, heads).dim_feedforward(4 * d).dropout(0.0));
+}
+
+/// A GPT-2 block: pre-norm causal self-attention and a GELU(tanh) MLP.
+struct Gpt2BlockImpl : torch::nn::Module {
+  Gpt2BlockImpl(int64_t d = 256, int64_t heads = 4)
+      : heads(heads),
+        ln1(register_module("ln1", torch::nn::LayerNorm(torch::nn::LayerNormOptions({d})))),
+        ln2(register_module("ln2", torch::nn::LayerNorm(torch::nn::LayerNormOptions({d})))),
+        qkv(register_module("qkv", torch::nn::Linear(d, 3 * d))),
+        proj(register_module("proj", torch::nn::Linear(d, d))),
+        fc(register_module("fc", torch::nn::Linear(d, 4 * d))),
+        out(register_module("out", torch::nn::Linear(4 * d, d))) {}
+
+  torch::Tensor forward(torch::Tensor x) { // x: [batch, time, d]
+    int64_t B = x.size(0), T = x.size(1), D = x.size(2), H = heads;
+    auto parts = qkv(ln1(x)).chunk(3, -1);
+    auto split = [&](torch::Tensor t) { return t.view({B, T, H, D / H}).transpose(1, 2); };
+    torch::Tensor q = split(parts[0]), k = split(parts[1]), v = split(parts[2]);
+    torch::Tensor att = torch::matmul(q, k.transpose(-2, -1)) / std::sqrt(double(D / H));
+    torch::Tensor mask = torch::ones({T, T}, x.options().dtype(torch::kBool)).triu(1);
+    att = torch::softmax(att.masked_fill(mask, -INFINITY), -1);
+    torch::Tensor y = torch::matmul(att, v).transpose(1, 2).contiguous().view({B, T, D});
+    x = x + proj(y);
+    return x + out(torch::gelu(fc(ln2(x)), "tanh"));
+  }
+  int64_t heads;
+  torch::nn::LayerNorm ln1, ln2;
+  torch::nn::Linear qkv, proj, fc, out;
+};
+TORCH_MODULE(Gpt2Block);
+
+} // namespace tgc::models
+
+#endif // TGC_BENCH_MODELS_MODELS_H

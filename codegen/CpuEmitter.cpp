@@ -13,6 +13,26 @@ std::string cpuPrelude() {
 #include <cstdint>
 #include <cstring>
 #include <limits>
+// Vector variants of these come from glibc's libmvec (-lmvec), so the
+// `omp simd` loops below vectorize transcendental functions too.
+extern "C" {
+#pragma omp declare simd notinbranch
+float expf(float);
+#pragma omp declare simd notinbranch
+float logf(float);
+#pragma omp declare simd notinbranch
+float tanhf(float);
+#pragma omp declare simd notinbranch
+float erff(float);
+#pragma omp declare simd notinbranch
+double exp(double);
+#pragma omp declare simd notinbranch
+double log(double);
+#pragma omp declare simd notinbranch
+double tanh(double);
+#pragma omp declare simd notinbranch
+double erf(double);
+}
 struct tgc_bf16 { unsigned short bits; };
 static inline float tgc_bf16_to_f32(tgc_bf16 h) {
   unsigned int u = (unsigned int)h.bits << 16; float f; std::memcpy(&f, &u, 4); return f;

@@ -85,10 +85,10 @@ public:
   LogicalResult print(Operation *op, std::string &error);
 
 private:
+  /// C math functions by precision (expf/exp): on the CPU the prelude
+  /// declares them `omp declare simd`, so loops vectorize through libmvec.
   std::string math(StringRef fn, Value x) {
     bool isDouble = x.getType().isF64();
-    if (target == Target::Cpu)
-      return fmt::format("std::{}({})", fn.str(), name(x));
     return fmt::format("{}{}({})", fn.str(), isDouble ? "" : "f", name(x));
   }
   std::string binary(Operation *op, StringRef sym) {

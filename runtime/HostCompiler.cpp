@@ -49,6 +49,8 @@ std::string hostCompilerFlags() {
   return "-std=c++17 -O3 -march=native -fno-math-errno -fopenmp -fPIC -shared -w";
 }
 
+std::string hostLinkFlags() { return "-lmvec -lm"; }
+
 static std::string runCommand(const std::string &cmd, int &status) {
   std::string out;
   FILE *p = popen((cmd + " 2>&1").c_str(), "r");
@@ -107,7 +109,8 @@ std::shared_ptr<SharedObject> SharedObject::openBytes(const std::string &bytes,
 KeyInputs hostKernelKey(const std::string &source) {
   KeyInputs k = baseKeyInputs();
   k.content = source;
-  k.toolchain = hostCompilerCommand() + " " + hostCompilerFlags() + " " + hostCompilerVersion();
+  k.toolchain = hostCompilerCommand() + " " + hostCompilerFlags() + " " + hostLinkFlags() +
+                " " + hostCompilerVersion();
   k.arch = "host-native";
   return k;
 }
@@ -136,7 +139,8 @@ HostCompileResult compileSharedObject(const std::string &source) {
     r.error = "cannot write generated source to " + src;
     return r;
   }
-  std::string cmd = hostCompilerCommand() + " " + hostCompilerFlags() + " " + src + " -o " + so;
+  std::string cmd = hostCompilerCommand() + " " + hostCompilerFlags() + " " + src + " -o " + so + " " +
+                    hostLinkFlags();
   int status = 0;
   std::string output = runCommand(cmd, status);
   std::string bytes;

@@ -34,6 +34,8 @@ private:
 /// both are part of every CPU artifact's key.
 std::string hostCompilerCommand();
 std::string hostCompilerFlags();
+/// Libraries generated kernels link: glibc's libmvec for vector math.
+std::string hostLinkFlags();
 /// `<compiler> --version`, first line; cached.
 const std::string &hostCompilerVersion();
 

@@ -88,4 +88,30 @@ std::string emitCpuKernel(tgk::KernelOp kernel, std::string &error) {
   return src;
 }
 
+std::string emitCpuRowKernel(tgk::RowKernelOp kernel, std::string &error) {
+  std::string src = fmt::format("extern \"C\" void {}(void *const *buffers) {{\n",
+                                kernel.getSymName().str());
+  unsigned nIn = kernel.getInputs().size();
+  for (auto [j, t] : llvm::enumerate(kernel.getInputs().getTypes()))
+    src += fmt::format("  const {0} *__restrict__ in{1} = (const {0} *)buffers[{1}];\n",
+                       detail::storageType(cast<ShapedType>(t).getElementType(), Target::Cpu), j);
+  for (auto [j, t] : llvm::enumerate(kernel.getResultTypes()))
+    src += fmt::format("  {0} *__restrict__ out{1} = ({0} *)buffers[{2}];\n",
+                       detail::storageType(cast<ShapedType>(t).getElementType(), Target::Cpu),
+                       j, nIn + j);
+  std::string body;
+  if (failed(detail::emitRowBody(kernel, Target::Cpu, body, error)))
+    return "";
+  const int64_t rows = kernel.getNumRows();
+  src += fmt::format("#pragma omp parallel for schedule(static) if ({}LL >= 32768)\n",
+                     rows * kernel.getRowSize());
+  src += fmt::format("  for (long long o = 0; o < {}LL; ++o) {{\n    long long orem = o;\n", rows);
+  ArrayRef<int64_t> outer = kernel.getOuterShape();
+  for (size_t d = outer.size(); d-- > 0;)
+    src += fmt::format("    const long long oidx{0} = orem % {1}LL; orem /= {1}LL;\n", d,
+                       std::max<int64_t>(outer[d], 1));
+  src += body + "  }\n}\n";
+  return src;
+}
+
 } // namespace tgc::codegen

@@ -20,6 +20,10 @@ std::string cpuPrelude();
 /// Fails (returns an empty string and sets `error`) on an op it cannot print.
 std::string emitCpuKernel(tgk::KernelOp kernel, std::string &error);
 
+/// `extern "C" void <name>(void *const *buffers)` for a row kernel: rows in
+/// parallel, one pass over the row per reduction.
+std::string emitCpuRowKernel(tgk::RowKernelOp kernel, std::string &error);
+
 /// Header text of every generated CUDA translation unit.
 std::string cudaPrelude();
 
@@ -36,6 +40,11 @@ mlir::LogicalResult emitBody(tgk::KernelOp kernel, Target target,
                              llvm::ArrayRef<std::string> inputOffsets,
                              llvm::ArrayRef<std::string> resultOffsets,
                              std::string &out, std::string &error);
+
+/// Prints a tgk.row_kernel's code for the current row (outer indices
+/// `oidx<d>` are in scope).
+mlir::LogicalResult emitRowBody(tgk::RowKernelOp kernel, Target target, std::string &out,
+                                std::string &error);
 
 /// The C type a buffer of `elementType` is stored as.
 std::string storageType(mlir::Type elementType, Target target);

@@ -3,6 +3,7 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Math/IR/Math.h"
+#include "llvm/ADT/SetVector.h"
 #include "llvm/ADT/TypeSwitch.h"
 #include <fmt/format.h>
 
@@ -225,6 +226,218 @@ LogicalResult emitBody(tgk::KernelOp kernel, Target target,
     out += fmt::format("      out{}[{}] = {};\n", j, resultOffsets[j],
                        store(v.getType(), target, p.name(v)));
   return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Row kernels
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// Prints a tgk.row_kernel's per-row code: one loop over the row per
+/// reduction (recomputing the element values it needs), then one loop for
+/// element results; row values are computed once, outside the loops.
+class RowPrinter {
+public:
+  RowPrinter(tgk::RowKernelOp k, Target target, std::string &out)
+      : k(k), target(target), out(out), outer(k.getOuterShape().size()),
+        rank(outer + k.getRowShape().size()) {}
+  LogicalResult print(std::string &error);
+
+private:
+  bool isElement(Value v) { return element.contains(v); }
+  std::string offset(AffineMap map, ArrayRef<int64_t> strides);
+  void collect(Value v, llvm::SetVector<Operation *> &ops, llvm::SetVector<unsigned> &args);
+  LogicalResult emitElementCode(BodyPrinter &p, ArrayRef<Value> targets, std::string &error);
+  LogicalResult emitReadyRowOps(BodyPrinter &p, std::string &error);
+
+  tgk::RowKernelOp k;
+  Target target;
+  std::string &out;
+  size_t outer, rank;
+  DenseSet<Value> element;
+  DenseSet<Operation *> rowDone;
+  DenseSet<Value> available; ///< row values defined at row scope
+  unsigned counter = 0;
+};
+
+} // namespace
+
+std::string RowPrinter::offset(AffineMap map, ArrayRef<int64_t> strides) {
+  std::string e;
+  for (auto [r, expr] : llvm::enumerate(map.getResults())) {
+    auto dim = dyn_cast<AffineDimExpr>(expr);
+    if (!dim || strides[r] == 0)
+      continue;
+    unsigned d = dim.getPosition();
+    e += fmt::format("{}{}idx{} * {}LL", e.empty() ? "" : " + ", d < outer ? "o" : "r", d,
+                     strides[r]);
+  }
+  return e.empty() ? "0" : e;
+}
+
+void RowPrinter::collect(Value v, llvm::SetVector<Operation *> &ops,
+                         llvm::SetVector<unsigned> &args) {
+  if (!isElement(v))
+    return;
+  if (auto arg = dyn_cast<BlockArgument>(v)) {
+    args.insert(arg.getArgNumber());
+    return;
+  }
+  Operation *op = v.getDefiningOp();
+  if (ops.contains(op))
+    return;
+  for (Value o : op->getOperands())
+    collect(o, ops, args);
+  ops.insert(op);
+}
+
+LogicalResult RowPrinter::emitReadyRowOps(BodyPrinter &p, std::string &error) {
+  for (Operation &op : k.getBody().front().without_terminator()) {
+    if (rowDone.contains(&op) || isa<tgk::ReduceOp>(op) || isElement(op.getResult(0)))
+      continue;
+    if (!llvm::all_of(op.getOperands(), [&](Value v) { return available.contains(v); }))
+      continue;
+    if (failed(p.print(&op, error)))
+      return failure();
+    rowDone.insert(&op);
+    available.insert(op.getResult(0));
+  }
+  return success();
+}
+
+LogicalResult RowPrinter::emitElementCode(BodyPrinter &p, ArrayRef<Value> targets,
+                                          std::string &error) {
+  llvm::SetVector<Operation *> ops;
+  llvm::SetVector<unsigned> args;
+  for (Value t : targets)
+    collect(t, ops, args);
+  out += "      long long rrem = j;\n";
+  for (size_t d = rank; d-- > outer;) {
+    int64_t size = std::max<int64_t>(k.getRowShape()[d - outer], 1);
+    out += fmt::format("      const long long ridx{0} = rrem % {1}LL; rrem /= {1}LL;\n", d, size);
+  }
+  Block &body = k.getBody().front();
+  for (unsigned j : args) {
+    auto map = cast<AffineMapAttr>(k.getIndexingMaps()[j]).getValue();
+    auto strides = cast<DenseI64ArrayAttr>(k.getInputStrides()[j]).asArrayRef();
+    std::string name = "e" + std::to_string(counter++);
+    Type t = body.getArgument(j).getType();
+    out += fmt::format("      const {} {} = {};\n", computeType(t), name,
+                       load(t, target, fmt::format("in{}[{}]", j, offset(map, strides))));
+    p.bind(body.getArgument(j), name);
+  }
+  llvm::SmallVector<Operation *> sorted(ops.begin(), ops.end());
+  llvm::sort(sorted, [](Operation *a, Operation *b) { return a->isBeforeInBlock(b); });
+  for (Operation *op : sorted)
+    if (failed(p.print(op, error)))
+      return failure();
+  return success();
+}
+
+LogicalResult RowPrinter::print(std::string &error) {
+  Block &body = k.getBody().front();
+  for (BlockArgument a : body.getArguments()) {
+    auto map = cast<AffineMapAttr>(k.getIndexingMaps()[a.getArgNumber()]).getValue();
+    bool usesRow = llvm::any_of(map.getResults(), [&](AffineExpr e) {
+      auto d = dyn_cast<AffineDimExpr>(e);
+      return d && d.getPosition() >= outer;
+    });
+    if (usesRow)
+      element.insert(a);
+  }
+  for (Operation &op : body.without_terminator())
+    if (!isa<tgk::ReduceOp>(op) &&
+        llvm::any_of(op.getOperands(), [&](Value v) { return element.contains(v); }))
+      element.insert(op.getResult(0));
+
+  BodyPrinter p(target, out);
+  // Row-level inputs, loaded once per row.
+  for (BlockArgument a : body.getArguments()) {
+    if (isElement(a))
+      continue;
+    unsigned j = a.getArgNumber();
+    auto map = cast<AffineMapAttr>(k.getIndexingMaps()[j]).getValue();
+    auto strides = cast<DenseI64ArrayAttr>(k.getInputStrides()[j]).asArrayRef();
+    std::string name = "w" + std::to_string(j);
+    out += fmt::format("    const {} {} = {};\n", computeType(a.getType()), name,
+                       load(a.getType(), target, fmt::format("in{}[{}]", j, offset(map, strides))));
+    p.bind(a, name);
+    available.insert(a);
+  }
+  const int64_t n = k.getRowSize();
+  for (Operation &op : body.without_terminator()) {
+    auto red = dyn_cast<tgk::ReduceOp>(op);
+    if (!red)
+      continue;
+    if (failed(emitReadyRowOps(p, error)))
+      return failure();
+    Type t = red.getType();
+    bool fp = isa<FloatType>(t);
+    std::string acc = fp ? "double" : "long long";
+    std::string init, combine;
+    StringRef kind = red.getKind();
+    if (kind == "sum") {
+      init = "0";
+      combine = "acc += (" + acc + ")({});";
+    } else {
+      bool max = kind == "max";
+      init = fp ? (max ? "-tgc_inf()" : "tgc_inf()")
+                : (max ? "(long long)(-0x7fffffffffffffffLL - 1)" : "0x7fffffffffffffffLL");
+      combine = std::string("acc = ") + (fp ? (max ? "tgc_maximum" : "tgc_minimum")
+                                            : (max ? "tgc_max" : "tgc_min")) +
+                "(acc, (" + acc + ")({}));";
+    }
+    std::string r = "red" + std::to_string(counter++);
+    out += fmt::format("    {} {};\n    {{\n      {} acc = {};\n", computeType(t), r, acc, init);
+    out += kind == "sum" ? "#pragma omp simd reduction(+ : acc)\n" : "";
+    out += fmt::format("    for (long long j = 0; j < {}LL; ++j) {{\n", n);
+    if (failed(emitElementCode(p, {red.getValue()}, error)))
+      return failure();
+    out += "      " + fmt::format(fmt::runtime(combine), p.name(red.getValue())) + "\n    }\n";
+    out += fmt::format("    {} = ({})acc;\n    }}\n", r, computeType(t));
+    p.bind(red.getResult(), r);
+    available.insert(red.getResult());
+  }
+  if (failed(emitReadyRowOps(p, error)))
+    return failure();
+  auto yield = cast<tgk::YieldOp>(body.getTerminator());
+  SmallVector<Value> elementYields;
+  for (auto [i, v] : llvm::enumerate(yield.getValues())) {
+    auto strides = cast<DenseI64ArrayAttr>(k.getResultStrides()[i]).asArrayRef();
+    if (isElement(v)) {
+      elementYields.push_back(v);
+      continue;
+    }
+    // A row result is written once per row: its row dims are all index 0.
+    SmallVector<AffineExpr> exprs;
+    for (size_t d = 0; d < rank; ++d)
+      exprs.push_back(d < outer ? getAffineDimExpr(d, k.getContext())
+                                : getAffineConstantExpr(0, k.getContext()));
+    AffineMap rowMap = AffineMap::get(rank, 0, exprs, k.getContext());
+    Type t = cast<ShapedType>(k.getResult(i).getType()).getElementType();
+    out += fmt::format("    out{}[{}] = {};\n", i, offset(rowMap, strides), store(t, target, p.name(v)));
+  }
+  if (elementYields.empty())
+    return success();
+  out += fmt::format("#pragma omp simd\n    for (long long j = 0; j < {}LL; ++j) {{\n", n);
+  if (failed(emitElementCode(p, elementYields, error)))
+    return failure();
+  for (auto [i, v] : llvm::enumerate(yield.getValues())) {
+    if (!isElement(v))
+      continue;
+    auto strides = cast<DenseI64ArrayAttr>(k.getResultStrides()[i]).asArrayRef();
+    AffineMap id = AffineMap::getMultiDimIdentityMap(rank, k.getContext());
+    Type t = cast<ShapedType>(k.getResult(i).getType()).getElementType();
+    out += fmt::format("      out{}[{}] = {};\n", i, offset(id, strides), store(t, target, p.name(v)));
+  }
+  out += "    }\n";
+  return success();
+}
+
+LogicalResult emitRowBody(tgk::RowKernelOp kernel, Target target, std::string &out,
+                          std::string &error) {
+  return RowPrinter(kernel, target, out).print(error);
 }
 
 Indexing computeIndexing(tgk::KernelOp kernel, StringRef indexType) {

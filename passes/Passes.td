@@ -44,6 +44,32 @@ def FusePointwise : Pass<"tg-fuse-pointwise", "::mlir::func::FuncOp"> {
                            "::mlir::math::MathDialect"];
 }
 
+def FuseRows : Pass<"tg-fuse-rows", "::mlir::func::FuncOp"> {
+  let summary = "Fuse reductions over rows with their producers and consumers into `tgk.row_kernel`s";
+  let description = [{
+    Starting at each `tg.reduce`, gathers the pointwise ops that feed it
+    (when nothing else uses them), the ops that consume its result through a
+    broadcast back over the row, and further reductions of the same rows, so
+    that softmax, log_softmax and layer_norm each become one kernel per row:
+
+    ```
+    %m = tg.reduce %x {kind = "max", count = 1}; %e = tg.exp(%x - bcast %m)
+    %s = tg.reduce %e {kind = "sum", count = 1}; %y = tg.div %e, bcast %s
+      =>
+    %y = tgk.row_kernel "r0" ins(%x) { %m = tgk.reduce %v {kind = "max"} ...
+                                       %s = tgk.reduce %e {kind = "sum"} ... }
+    ```
+
+    Rows are the trailing `count` dims. The same ordering rules as
+    `tg-fuse-pointwise` keep the program's meaning: the kernel sits at its
+    last member, no non-member may use a member's result before it, and no
+    mutating extern may lie between its members. Element values that several
+    reductions need are recomputed per pass over the row rather than stored.
+  }];
+  let dependentDialects = ["::tgc::tgk::TGKDialect", "::mlir::arith::ArithDialect",
+                           "::mlir::math::MathDialect"];
+}
+
 //===----------------------------------------------------------------------===//
 // Scheduling
 //===----------------------------------------------------------------------===//

@@ -4,6 +4,7 @@
 #include "dialects/TG/IR/TGOps.h"
 #include "mlir/IR/Builders.h"
 
+#include <algorithm>
 #include <functional>
 #include <map>
 
@@ -23,7 +24,7 @@ Type elementType(MLIRContext *ctx, DType dtype) {
   case DType::BFloat16: return b.getBF16Type();
   case DType::Float32: return b.getF32Type();
   case DType::Float64: return b.getF64Type();
-  case DType::UInt8: return {}; // unsigned arithmetic is not modelled yet
+  case DType::UInt8: return b.getIntegerType(8, /*isSigned=*/false); // extern calls only
   }
   return {};
 }
@@ -33,6 +34,7 @@ DType dtypeOf(Type t) {
   if (t.isBF16()) return DType::BFloat16;
   if (t.isF32()) return DType::Float32;
   if (t.isF64()) return DType::Float64;
+  if (t.isUnsignedInteger(8)) return DType::UInt8;
   switch (t.getIntOrFloatBitWidth()) {
   case 1: return DType::Bool;
   case 8: return DType::Int8;
@@ -62,6 +64,14 @@ private:
   /// Operand `a` as a tensor of `type` (cast, then broadcast).
   FailureOr<Value> operand(const ArgValue &a, RankedTensorType type);
   LogicalResult importPointwise(const SegmentNode &node);
+  /// Reductions, softmax and layer_norm over trailing dims; returns false
+  /// (nothing built) when the node has another form (then it is extern).
+  bool importRowOp(const SegmentNode &node);
+  Value reduce(Value x, StringRef kind, int64_t count);
+  Value bcast(Value v, RankedTensorType to);
+  Value scalar(double v, RankedTensorType like);
+  Value castTo(Value v, Type elt);
+  Value finish(Value v, int id);
   LogicalResult importExtern(const SegmentNode &node);
   FailureOr<Attribute> externArg(const ArgValue &a, SmallVector<Value> &ins);
 
@@ -260,16 +270,187 @@ LogicalResult Importer::importExtern(const SegmentNode &node) {
   return success();
 }
 
-LogicalResult Importer::importNode(const SegmentNode &node) {
+static bool computable(const Segment &seg, const SegmentNode &node) {
+  auto ok = [&](int id) {
+    DType t = seg.values[id].dtype;
+    return t != DType::UInt8;
+  };
   for (int id : node.outputs)
-    if (!elementType(b.getContext(), seg.values[id].dtype)) {
-      error = std::string("unsupported dtype ") +
-              dtypeName(seg.values[id].dtype) + " produced by " + qualified(node);
-      return failure();
+    if (!ok(id))
+      return false;
+  for (const ArgValue &a : node.args)
+    for (int id : a.tensors)
+      if (id >= 0 && !ok(id))
+        return false;
+  return !node.mutates;
+}
+
+LogicalResult Importer::importNode(const SegmentNode &node) {
+  if (!computable(seg, node))
+    return importExtern(node);
+  if (pointwiseTable().count(qualified(node)) && node.outputs.size() == 1)
+    return importPointwise(node);
+  if (importRowOp(node))
+    return success();
+  return importExtern(node);
+}
+
+//===----------------------------------------------------------------------===//
+// Row ops: reductions over trailing dims, softmax, log_softmax, layer_norm
+//===----------------------------------------------------------------------===//
+
+Value Importer::castTo(Value v, Type elt) {
+  auto t = cast<RankedTensorType>(v.getType());
+  if (t.getElementType() == elt)
+    return v;
+  return b.create<tg::CastOp>(loc, RankedTensorType::get(t.getShape(), elt), v);
+}
+
+Value Importer::reduce(Value x, StringRef kind, int64_t count) {
+  auto t = cast<RankedTensorType>(x.getType());
+  SmallVector<int64_t> shape(t.getShape());
+  for (int64_t d = shape.size() - count; d < (int64_t)shape.size(); ++d)
+    shape[d] = 1;
+  return b.create<tg::ReduceOp>(loc, RankedTensorType::get(shape, t.getElementType()), x,
+                                b.getStringAttr(kind), b.getI64IntegerAttr(count));
+}
+
+Value Importer::bcast(Value v, RankedTensorType to) {
+  if (cast<RankedTensorType>(v.getType()).getShape() == to.getShape())
+    return v;
+  auto t = RankedTensorType::get(to.getShape(), cast<RankedTensorType>(v.getType()).getElementType());
+  return b.create<tg::BroadcastOp>(loc, t, v);
+}
+
+Value Importer::scalar(double v, RankedTensorType like) {
+  auto t = RankedTensorType::get({}, like.getElementType());
+  Attribute a = isa<FloatType>(like.getElementType())
+                    ? Attribute(b.getFloatAttr(like.getElementType(), v))
+                    : Attribute(b.getIntegerAttr(like.getElementType(), (int64_t)v));
+  return bcast(b.create<tg::ConstantOp>(loc, DenseElementsAttr::get(t, a)), like);
+}
+
+/// Binds value `id` to `v`, cast to its dtype and, when its shape differs
+/// (a reduction without keepdim), viewed into it by an ATen view.
+Value Importer::finish(Value v, int id) {
+  RankedTensorType want = typeOf(id);
+  v = castTo(v, want.getElementType());
+  if (cast<RankedTensorType>(v.getType()).getShape() != want.getShape()) {
+    ArgValue self, size;
+    auto op = b.create<tg::ExternOp>(
+        loc, TypeRange{want}, b.getStringAttr("aten::view"), ValueRange{v},
+        b.getArrayAttr({tg::OperandRefAttr::get(b.getContext(), 0),
+                        b.getDenseI64ArrayAttr(want.getShape())}),
+        b.getArrayAttr({b.getDenseI64ArrayAttr(seg.values[id].strides)}));
+    v = op.getResult(0);
+  }
+  values[id] = v;
+  return v;
+}
+
+/// The number of trailing dims `dims` names, or -1 if they are not exactly
+/// the trailing ones. An empty list means all dims.
+static int64_t trailingCount(std::vector<int64_t> dims, int64_t rank) {
+  if (dims.empty()) {
+    for (int64_t d = 0; d < rank; ++d)
+      dims.push_back(d);
+  }
+  for (int64_t &d : dims)
+    d = d < 0 ? d + rank : d;
+  std::sort(dims.begin(), dims.end());
+  for (size_t i = 0; i < dims.size(); ++i)
+    if (dims[i] != rank - (int64_t)dims.size() + (int64_t)i)
+      return -1;
+  return dims.size();
+}
+
+bool Importer::importRowOp(const SegmentNode &node) {
+  std::string q = qualified(node);
+  auto tensorArg = [&](size_t i) -> Value {
+    return i < node.args.size() && node.args[i].kind == ArgValue::Tensor
+               ? values.lookup(node.args[i].tensors[0])
+               : Value();
+  };
+  Value x = tensorArg(0);
+  if (!x)
+    return false;
+  auto xt = cast<RankedTensorType>(x.getType());
+  int64_t rank = xt.getRank();
+  if (rank == 0 || xt.getNumElements() == 0)
+    return false;
+  auto dimList = [&](size_t i) -> std::vector<int64_t> {
+    if (i >= node.args.size() || node.args[i].kind == ArgValue::None)
+      return {};
+    if (node.args[i].kind == ArgValue::Int)
+      return {node.args[i].i};
+    return node.args[i].ints;
+  };
+  bool isSum = q == "aten::sum" || q == "aten::sum.dim_IntList";
+  bool isMean = q == "aten::mean.dim" || q == "aten::mean";
+  if (isSum || isMean || q == "aten::amax" || q == "aten::amin") {
+    bool full = q == "aten::sum" || q == "aten::mean";
+    int64_t count = trailingCount(full ? std::vector<int64_t>{} : dimList(1), rank);
+    if (count < 0)
+      return false;
+    Type elt = typeOf(node.outputs[0]).getElementType();
+    if (isMean && !isa<FloatType>(elt))
+      return false;
+    Value in = castTo(x, elt);
+    Value r = reduce(in, isSum || isMean ? "sum" : q == "aten::amax" ? "max" : "min", count);
+    if (isMean) {
+      int64_t n = 1;
+      for (int64_t d = rank - count; d < rank; ++d)
+        n *= xt.getDimSize(d);
+      auto rt = cast<RankedTensorType>(r.getType());
+      r = b.create<tg::DivOp>(loc, rt, r, scalar(double(n), rt));
     }
-  bool pointwise = pointwiseTable().count(qualified(node)) &&
-                   node.outputs.size() == 1 && !node.mutates;
-  return pointwise ? importPointwise(node) : importExtern(node);
+    finish(r, node.outputs[0]);
+    return true;
+  }
+  if (q == "aten::_softmax" || q == "aten::_log_softmax") {
+    int64_t dim = node.args[1].i < 0 ? node.args[1].i + rank : node.args[1].i;
+    if (dim != rank - 1)
+      return false;
+    RankedTensorType out = typeOf(node.outputs[0]);
+    Type elt = out.getElementType();
+    Value in = castTo(x, elt);
+    auto t = RankedTensorType::get(xt.getShape(), elt);
+    Value shifted = b.create<tg::SubOp>(loc, t, in, bcast(reduce(in, "max", 1), t));
+    Value e = b.create<tg::ExpOp>(loc, t, shifted);
+    Value sum = bcast(reduce(e, "sum", 1), t);
+    Value r = q == "aten::_softmax"
+                  ? Value(b.create<tg::DivOp>(loc, t, e, sum))
+                  : Value(b.create<tg::SubOp>(loc, t, shifted, b.create<tg::LogOp>(loc, t, sum)));
+    finish(r, node.outputs[0]);
+    return true;
+  }
+  if (q == "aten::native_layer_norm") {
+    int64_t count = node.args[1].ints.size();
+    if (count < 1 || count > rank || !isa<FloatType>(xt.getElementType()))
+      return false;
+    auto t = xt;
+    int64_t n = 1;
+    for (int64_t d = rank - count; d < rank; ++d)
+      n *= xt.getDimSize(d);
+    Value sum = reduce(x, "sum", count);
+    auto rt = cast<RankedTensorType>(sum.getType());
+    Value mean = b.create<tg::DivOp>(loc, rt, sum, scalar(double(n), rt));
+    Value xc = b.create<tg::SubOp>(loc, t, x, bcast(mean, t));
+    Value sq = b.create<tg::MulOp>(loc, t, xc, xc);
+    Value var = b.create<tg::DivOp>(loc, rt, reduce(sq, "sum", count), scalar(double(n), rt));
+    Value rstd = b.create<tg::RsqrtOp>(
+        loc, rt, b.create<tg::AddOp>(loc, rt, var, scalar(node.args[4].d, rt)));
+    Value y = b.create<tg::MulOp>(loc, t, xc, bcast(rstd, t));
+    if (Value w = tensorArg(2))
+      y = b.create<tg::MulOp>(loc, t, y, bcast(castTo(w, t.getElementType()), t));
+    if (Value bias = tensorArg(3))
+      y = b.create<tg::AddOp>(loc, t, y, bcast(castTo(bias, t.getElementType()), t));
+    finish(y, node.outputs[0]);
+    finish(mean, node.outputs[1]);
+    finish(rstd, node.outputs[2]);
+    return true;
+  }
+  return false;
 }
 
 FailureOr<func::FuncOp> importSegment(const Segment &seg, ModuleOp module,

@@ -49,6 +49,7 @@ private:
   }
   LogicalResult addKernel(tgk::KernelOp k);
   LogicalResult addExtern(tg::ExternOp e);
+  LogicalResult addRowKernel(tgk::RowKernelOp k);
   FailureOr<ArgValue> argOf(Attribute a, tg::ExternOp e);
 
   Plan &plan;
@@ -78,6 +79,27 @@ LogicalResult PlanBuilder::addKernel(tgk::KernelOp k) {
     plan.cudaSources.push_back(codegen::cudaPrelude() + src);
   else
     plan.cpuSource += src;
+  plan.steps.push_back({Step::Kernel, (int)plan.kernels.size()});
+  plan.kernels.push_back(std::move(step));
+  return success();
+}
+
+LogicalResult PlanBuilder::addRowKernel(tgk::RowKernelOp k) {
+  if (plan.device != "cpu") {
+    error = "row kernels are emitted for the CPU only so far";
+    return failure();
+  }
+  KernelStep step;
+  step.name = k.getSymName().str();
+  for (Value in : k.getInputs())
+    step.inputs.push_back(valueId(in));
+  for (Value r : k.getResults())
+    step.outputs.push_back(valueId(r));
+  step.numel = k.getNumRows() * k.getRowSize();
+  std::string src = codegen::emitCpuRowKernel(k, error);
+  if (src.empty())
+    return failure();
+  plan.cpuSource += src;
   plan.steps.push_back({Step::Kernel, (int)plan.kernels.size()});
   plan.kernels.push_back(std::move(step));
   return success();
@@ -167,6 +189,8 @@ LogicalResult PlanBuilder::build(func::FuncOp fn) {
     LogicalResult r = success();
     if (auto k = dyn_cast<tgk::KernelOp>(op))
       r = addKernel(k);
+    else if (auto rk = dyn_cast<tgk::RowKernelOp>(op))
+      r = addRowKernel(rk);
     else if (auto e = dyn_cast<tg::ExternOp>(op))
       r = addExtern(e);
     else if (auto ret = dyn_cast<func::ReturnOp>(op))
@@ -212,6 +236,7 @@ PipelineResult runPipeline(const Segment &segment) {
   PassManager pm(&ctx);
   OpPassManager &fpm = pm.nest<func::FuncOp>();
   fpm.addPass(createCSEPass());
+  fpm.addPass(createFuseRows());
   fpm.addPass(createFusePointwise());
   fpm.addPass(createSchedule());
   if (failed(pm.run(*module))) {

@@ -72,14 +72,43 @@ TEST(Pipeline, UnknownOpsBecomeExternCalls) {
   EXPECT_EQ(r.plan.steps[1].kind, Step::Kernel);
 }
 
-TEST(Pipeline, UnsupportedDtypeIsAClearError) {
+TEST(Pipeline, UnsignedBytesGoThroughAten) {
+  // tg does not model unsigned arithmetic: u8 ops stay ATen calls.
   Segment s;
-  s.values = {{{4}, {1}, DType::UInt8}};
+  s.values = {{{4}, {1}, DType::UInt8}, {{4}, {1}, DType::UInt8}};
   s.inputs = {0};
-  s.outputs = {0};
+  ArgValue a, alpha;
+  a.kind = ArgValue::Tensor;
+  a.tensors = {0};
+  alpha.kind = ArgValue::Int;
+  alpha.i = 1;
+  s.nodes = {{"aten::add", "Tensor", {a, a, alpha}, {1}}};
+  s.outputs = {1};
   PipelineResult r = runPipeline(s);
-  EXPECT_FALSE(r.ok);
-  EXPECT_NE(r.error.find("u8"), std::string::npos) << r.error;
+  ASSERT_TRUE(r.ok) << r.error;
+  EXPECT_TRUE(r.plan.kernels.empty());
+  ASSERT_EQ(r.plan.externs.size(), 1u);
+  EXPECT_EQ(r.plan.externs[0].op, "aten::add");
+}
+
+TEST(Pipeline, SoftmaxIsOneRowKernel) {
+  Segment s;
+  s.values = {{{4, 16}, {16, 1}, DType::Float32}, {{4, 16}, {16, 1}, DType::Float32}};
+  s.inputs = {0};
+  ArgValue x, dim, halfToFloat;
+  x.kind = ArgValue::Tensor;
+  x.tensors = {0};
+  dim.kind = ArgValue::Int;
+  dim.i = -1;
+  halfToFloat.kind = ArgValue::Bool;
+  s.nodes = {{"aten::_softmax", "", {x, dim, halfToFloat}, {1}}};
+  s.outputs = {1};
+  PipelineResult r = runPipeline(s);
+  ASSERT_TRUE(r.ok) << r.error;
+  EXPECT_NE(r.importedIR.find("tg.reduce"), std::string::npos);
+  EXPECT_NE(r.finalIR.find("tgk.row_kernel"), std::string::npos);
+  ASSERT_EQ(r.plan.kernels.size(), 1u);
+  EXPECT_TRUE(r.plan.externs.empty());
 }
 
 } // namespace

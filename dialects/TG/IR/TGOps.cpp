@@ -298,6 +298,29 @@ AffineMap BroadcastOp::getInputMap() {
 }
 
 //===----------------------------------------------------------------------===//
+// ReduceOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult ReduceOp::verify() {
+  auto in = cast<RankedTensorType>(getInput().getType());
+  auto out = cast<RankedTensorType>(getResult().getType());
+  if (!llvm::is_contained({"sum", "max", "min"}, getKind()))
+    return emitOpError("unknown reduction kind \"") << getKind() << "\"";
+  if (in.getElementType() != out.getElementType())
+    return emitOpError("element types differ");
+  int64_t count = getCount();
+  if (count < 1 || count > in.getRank() || in.getRank() != out.getRank())
+    return emitOpError("reduces ") << count << " trailing dims of a rank-"
+                                   << in.getRank() << " tensor into rank " << out.getRank();
+  for (int64_t d = 0; d < in.getRank(); ++d) {
+    int64_t want = d >= in.getRank() - count ? 1 : in.getDimSize(d);
+    if (out.getDimSize(d) != want)
+      return emitOpError("result dimension ") << d << " must be " << want;
+  }
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
 // ExternOp
 //===----------------------------------------------------------------------===//
 

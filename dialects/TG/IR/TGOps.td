@@ -218,6 +218,29 @@ def TG_BroadcastOp : TG_Op<"broadcast", [Pure]> {
 }
 
 //===----------------------------------------------------------------------===//
+// Reductions
+//===----------------------------------------------------------------------===//
+
+def TG_ReduceOp : TG_Op<"reduce", [Pure]> {
+  let summary = "reduction over trailing dimensions, keeping them as size 1";
+  let description = [{
+    Reduces `input` over its last `count` dimensions with `kind` (`sum`,
+    `max`, `min`; max/min propagate NaN as ATen does). The result keeps the
+    reduced dimensions with size 1, so a `tg.broadcast` takes it back to the
+    input's shape (softmax, layer_norm). Sums of floats accumulate in f64 on
+    the CPU. Element types of input and result match.
+
+    ```mlir
+    %m = tg.reduce %x {kind = "max", count = 1} : tensor<4x8xf32> -> tensor<4x1xf32>
+    ```
+  }];
+  let arguments = (ins TG_StaticTensor:$input, StrAttr:$kind, I64Attr:$count);
+  let results = (outs TG_StaticTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
 // Extern calls
 //===----------------------------------------------------------------------===//
 

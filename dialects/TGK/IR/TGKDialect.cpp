@@ -124,6 +124,56 @@ LogicalResult KernelOp::verifyRegions() {
   return success();
 }
 
+int64_t RowKernelOp::getNumRows() {
+  int64_t n = 1;
+  for (int64_t d : getOuterShape())
+    n *= d;
+  return n;
+}
+
+int64_t RowKernelOp::getRowSize() {
+  int64_t n = 1;
+  for (int64_t d : getRowShape())
+    n *= d;
+  return n;
+}
+
+bool RowKernelOp::isRowResult(unsigned i) {
+  auto shape = cast<ShapedType>(getResult(i).getType()).getShape();
+  size_t outer = getOuterShape().size();
+  for (size_t d = outer; d < shape.size(); ++d)
+    if (shape[d] != 1)
+      return false;
+  return true;
+}
+
+LogicalResult RowKernelOp::verify() {
+  size_t rank = getOuterShape().size() + getRowShape().size();
+  if (getIndexingMaps().size() != getInputs().size())
+    return emitOpError("needs one indexing map per input");
+  for (auto m : getIndexingMaps().getAsValueRange<AffineMapAttr>())
+    if (m.getNumDims() != rank)
+      return emitOpError("indexing maps must take ") << rank << " dims";
+  SmallVector<int64_t> full(getOuterShape());
+  full.append(getRowShape().begin(), getRowShape().end());
+  for (Type t : getResultTypes()) {
+    auto shape = cast<ShapedType>(t).getShape();
+    if (shape.size() != rank)
+      return emitOpError("results must have rank ") << rank;
+    for (size_t d = 0; d < rank; ++d)
+      if (shape[d] != full[d] && !(d >= getOuterShape().size() && shape[d] == 1))
+        return emitOpError("result type ") << t << " is neither an element nor a row result";
+  }
+  Block &body = getBody().front();
+  if (body.getNumArguments() != getInputs().size())
+    return emitOpError("body takes one scalar per input");
+  auto yield = cast<YieldOp>(body.getTerminator());
+  if (yield.getValues().size() != getNumResults())
+    return emitOpError("yields ") << yield.getValues().size() << " values for "
+                                  << getNumResults() << " results";
+  return success();
+}
+
 namespace {
 
 /// Drops kernel results nobody uses: the kernel stops writing them.

@@ -13,6 +13,7 @@ include "mlir/IR/OpBase.td"
 include "mlir/IR/AttrTypeBase.td"
 include "mlir/IR/BuiltinAttributes.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
+include "mlir/Interfaces/InferTypeOpInterface.td"
 
 def TGK_Dialect : Dialect {
   let name = "tgk";
@@ -103,7 +104,70 @@ def TGK_KernelOp : TGK_Op<"kernel", [Pure, IsolatedFromAbove,
   }];
 }
 
-def TGK_YieldOp : TGK_Op<"yield", [Pure, Terminator, HasParent<"KernelOp">]> {
+def TGK_RowKernelOp : TGK_Op<"row_kernel", [Pure, IsolatedFromAbove,
+    SingleBlockImplicitTerminator<"YieldOp">]> {
+  let summary = "a persistent-row kernel: reductions over rows and their consumers";
+  let description = [{
+    Iterates over `outer_shape` rows of `row_shape` elements each. The body
+    takes one scalar per input (read at `indexing_maps[i]`, maps from
+    (outer dims, row dims) to the input's dims) and may contain `tgk.reduce`
+    ops, which reduce an element value over the whole row into a per-row
+    value usable by later ops. Results are element results (shape
+    outer + row) or row results (shape outer + 1s, values that depend only
+    on per-row values). Softmax and layer_norm are one such kernel:
+
+    ```mlir
+    %y = tgk.row_kernel "k0" ins(%x : tensor<4x8xf32>) {outer_shape = array<i64: 4>,
+        row_shape = array<i64: 8>, indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>],
+        input_strides = [array<i64: 8, 1>], result_strides = [array<i64: 8, 1>]}
+        -> tensor<4x8xf32> {
+    ^bb0(%v: f32):
+      %m = tgk.reduce %v {kind = "max"} : f32
+      %d = arith.subf %v, %m : f32
+      %e = math.exp %d : f32
+      %s = tgk.reduce %e {kind = "sum"} : f32
+      %r = arith.divf %e, %s : f32
+      tgk.yield %r : f32
+    }
+    ```
+  }];
+  let arguments = (ins StrAttr:$sym_name, Variadic<AnyRankedTensor>:$inputs,
+                       DenseI64ArrayAttr:$outer_shape, DenseI64ArrayAttr:$row_shape,
+                       AffineMapArrayAttr:$indexing_maps,
+                       ArrayAttr:$input_strides, ArrayAttr:$result_strides,
+                       OptionalAttr<TGK_ScheduleAttr>:$schedule);
+  let results = (outs Variadic<AnyRankedTensor>:$results);
+  let regions = (region SizedRegion<1>:$body);
+  let assemblyFormat = [{
+    $sym_name `ins` `(` $inputs `:` type($inputs) `)` attr-dict
+    `->` type($results) $body
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    int64_t getNumRows();
+    int64_t getRowSize();
+    /// Whether result `i` has one value per row (shape outer + 1s).
+    bool isRowResult(unsigned i);
+  }];
+}
+
+def TGK_ReduceOp : TGK_Op<"reduce", [Pure, SameOperandsAndResultType,
+    HasParent<"RowKernelOp">]> {
+  let summary = "reduces an element value over the current row";
+  let description = [{
+    `kind` is `sum`, `max` or `min`. The result is one value per row.
+
+    ```mlir
+    %s = tgk.reduce %e {kind = "sum"} : f32
+    ```
+  }];
+  let arguments = (ins AnyType:$value, StrAttr:$kind);
+  let results = (outs AnyType:$result);
+  let assemblyFormat = "$value attr-dict `:` type($result)";
+}
+
+def TGK_YieldOp : TGK_Op<"yield", [Pure, Terminator,
+    ParentOneOf<["KernelOp", "RowKernelOp"]>]> {
   let summary = "yields one element of each kernel result";
   let description = [{
     Terminates a `tgk.kernel` body with one scalar per result.

@@ -325,14 +325,19 @@ detail::Engine::call(const std::vector<at::Tensor> &inputs,
       if (!entry->reason.empty())
         log("fallbacks", "running eagerly: " + entry->reason);
       fresh = entry->reason.empty();
-      impl_->entries[key] = entry;
+      if (!fresh)
+        impl_->entries[key] = entry;
     }
   }
   if (fresh) {
-    // The first call of a specialization captures and runs it; concurrent
-    // first calls each capture (the segment cache compiles once).
+    // The first call of a specialization captures and runs it, then
+    // publishes the entry; concurrent first calls each capture (the segment
+    // cache compiles each graph once) and the first published entry wins.
     try {
-      return impl_->capture(inputs, body, *entry);
+      std::vector<at::Tensor> out = impl_->capture(inputs, body, *entry);
+      std::lock_guard<std::mutex> lock(impl_->mutex);
+      impl_->entries.emplace(key, entry);
+      return out;
     } catch (const GraphBreak &b) {
       TORCH_CHECK(!impl_->options.fullgraph, "tgc::compile(fullgraph=true): graph break at ",
                   b.op, ": ", b.reason);

@@ -264,17 +264,6 @@ void FuseRowsPass::buildKernel(ArrayRef<Operation *> members, const RowSpace &sp
   bb.create<tgk::YieldOp>(last->getLoc(), yielded);
   for (auto [r, k] : llvm::zip(results, kernel.getResults()))
     r.replaceUsesWithIf(k, [&](OpOperand &use) { return !set.contains(use.getOwner()); });
-  // Broadcasts of results between members now read the kernel result.
-  for (Operation *m : llvm::reverse(members)) {
-    for (Value r : m->getResults())
-      for (OpOperand &use : llvm::make_early_inc_range(r.getUses()))
-        if (auto bc = dyn_cast<tg::BroadcastOp>(use.getOwner()))
-          if (!bc->use_empty()) {
-            auto it = llvm::find(results, r);
-            if (it != results.end())
-              use.set(kernel.getResult(it - results.begin()));
-          }
-  }
   for (Operation *m : llvm::reverse(members)) {
     for (Value r : m->getResults())
       for (OpOperand &use : llvm::make_early_inc_range(r.getUses()))

@@ -336,7 +336,6 @@ Value Importer::finish(Value v, int id) {
   RankedTensorType want = typeOf(id);
   v = castTo(v, want.getElementType());
   if (cast<RankedTensorType>(v.getType()).getShape() != want.getShape()) {
-    ArgValue self, size;
     auto op = b.create<tg::ExternOp>(
         loc, TypeRange{want}, b.getStringAttr("aten::view"), ValueRange{v},
         b.getArrayAttr({tg::OperandRefAttr::get(b.getContext(), 0),

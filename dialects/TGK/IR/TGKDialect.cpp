@@ -138,15 +138,6 @@ int64_t RowKernelOp::getRowSize() {
   return n;
 }
 
-bool RowKernelOp::isRowResult(unsigned i) {
-  auto shape = cast<ShapedType>(getResult(i).getType()).getShape();
-  size_t outer = getOuterShape().size();
-  for (size_t d = outer; d < shape.size(); ++d)
-    if (shape[d] != 1)
-      return false;
-  return true;
-}
-
 LogicalResult RowKernelOp::verify() {
   size_t rank = getOuterShape().size() + getRowShape().size();
   if (getIndexingMaps().size() != getInputs().size())

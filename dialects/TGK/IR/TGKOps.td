@@ -146,8 +146,6 @@ def TGK_RowKernelOp : TGK_Op<"row_kernel", [Pure, IsolatedFromAbove,
   let extraClassDeclaration = [{
     int64_t getNumRows();
     int64_t getRowSize();
-    /// Whether result `i` has one value per row (shape outer + 1s).
-    bool isRowResult(unsigned i);
   }];
 }
 

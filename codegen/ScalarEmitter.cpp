@@ -183,6 +183,15 @@ LogicalResult BodyPrinter::print(Operation *op, std::string &error) {
           .Case([&](math::TanhOp o) { return math("tanh", o.getOperand()); })
           .Case([&](math::SqrtOp o) { return math("sqrt", o.getOperand()); })
           .Case([&](math::ErfOp o) { return math("erf", o.getOperand()); })
+          .Case([&](math::Log1pOp o) { return math("log1p", o.getOperand()); })
+          .Case([&](math::ExpM1Op o) { return math("expm1", o.getOperand()); })
+          .Case([&](math::SinOp o) { return math("sin", o.getOperand()); })
+          .Case([&](math::CosOp o) { return math("cos", o.getOperand()); })
+          .Case([&](math::PowFOp o) {
+            bool isDouble = o.getType().isF64();
+            return fmt::format("pow{}({}, {})", isDouble ? "" : "f", name(o.getLhs()),
+                               name(o.getRhs()));
+          })
           .Case([&](math::AbsFOp o) { return math("fabs", o.getOperand()); })
           .Case([&](math::AbsIOp o) {
             return fmt::format("({0} < 0 ? -{0} : {0})", name(o.getOperand()));

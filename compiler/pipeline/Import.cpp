@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <functional>
 #include <map>
+#include <set>
 
 using namespace mlir;
 
@@ -67,6 +68,10 @@ private:
   /// Reductions, softmax and layer_norm over trailing dims; returns false
   /// (nothing built) when the node has another form (then it is extern).
   bool importRowOp(const SegmentNode &node);
+  /// Pointwise ops built from several tg ops (comparisons, where, clamp,
+  /// silu, softplus, ...); false when the node has another form.
+  bool importComposite(const SegmentNode &node);
+  Type computeTypeOf(ArrayRef<const ArgValue *> args);
   Value reduce(Value x, StringRef kind, int64_t count);
   Value bcast(Value v, RankedTensorType to);
   Value scalar(double v, RankedTensorType like);
@@ -157,6 +162,11 @@ pointwiseTable() {
       {"aten::rsqrt", {1, simple<tg::RsqrtOp>()}},
       {"aten::abs", {1, simple<tg::AbsOp>()}},
       {"aten::erf", {1, simple<tg::ErfOp>()}},
+      {"aten::log1p", {1, simple<tg::Log1pOp>()}},
+      {"aten::expm1", {1, simple<tg::Expm1Op>()}},
+      {"aten::sin", {1, simple<tg::SinOp>()}},
+      {"aten::cos", {1, simple<tg::CosOp>()}},
+      {"aten::pow.Tensor_Tensor", {2, simple<tg::PowOp>()}},
       {"aten::gelu",
        {1,
         [](OpBuilder &b, Location loc, RankedTensorType t, ValueRange v,
@@ -290,7 +300,7 @@ LogicalResult Importer::importNode(const SegmentNode &node) {
     return importExtern(node);
   if (pointwiseTable().count(qualified(node)) && node.outputs.size() == 1)
     return importPointwise(node);
-  if (importRowOp(node))
+  if (importRowOp(node) || importComposite(node))
     return success();
   return importExtern(node);
 }
@@ -361,6 +371,153 @@ static int64_t trailingCount(std::vector<int64_t> dims, int64_t rank) {
     if (dims[i] != rank - (int64_t)dims.size() + (int64_t)i)
       return -1;
   return dims.size();
+}
+
+/// ATen's type promotion for the operands of one op: categories
+/// bool < integer < float; a 0-d or scalar operand only raises the category
+/// (to int64 or the default float32), never the width within one.
+Type Importer::computeTypeOf(ArrayRef<const ArgValue *> args) {
+  auto rankOf = [](Type t) { return t.isInteger(1) ? 0 : isa<FloatType>(t) ? 2 : 1; };
+  Type best;
+  int scalarCategory = -1;
+  for (const ArgValue *a : args) {
+    if (a->kind == ArgValue::Tensor) {
+      Type t = cast<RankedTensorType>(values.lookup(a->tensors[0]).getType()).getElementType();
+      bool zeroDim = seg.values[a->tensors[0]].sizes.empty();
+      if (zeroDim) {
+        scalarCategory = std::max(scalarCategory, rankOf(t));
+        continue;
+      }
+      if (!best || rankOf(t) > rankOf(best) ||
+          (rankOf(t) == rankOf(best) && t.getIntOrFloatBitWidth() > best.getIntOrFloatBitWidth()))
+        best = t;
+      else if (rankOf(t) == 2 && best != t && t.getIntOrFloatBitWidth() == best.getIntOrFloatBitWidth())
+        best = b.getF32Type(); // f16 with bf16
+    } else if (a->kind == ArgValue::Double || (a->kind == ArgValue::ScalarTensor && a->isFloat)) {
+      scalarCategory = std::max(scalarCategory, 2);
+    } else if (a->kind == ArgValue::Int || a->kind == ArgValue::ScalarTensor) {
+      scalarCategory = std::max(scalarCategory, 1);
+    } else if (a->kind == ArgValue::Bool) {
+      scalarCategory = std::max(scalarCategory, 0);
+    }
+  }
+  if (!best)
+    return scalarCategory == 2 ? Type(b.getF32Type())
+                               : scalarCategory == 1 ? Type(b.getI64Type()) : Type(b.getI1Type());
+  if (scalarCategory > rankOf(best))
+    return scalarCategory == 2 ? Type(b.getF32Type()) : Type(b.getI64Type());
+  return best;
+}
+
+bool Importer::importComposite(const SegmentNode &node) {
+  std::string q = qualified(node);
+  if (node.outputs.size() != 1 || node.args.empty())
+    return false;
+  RankedTensorType out = typeOf(node.outputs[0]);
+  auto as = [&](const ArgValue &a, Type elt) -> Value {
+    auto v = operand(a, RankedTensorType::get(out.getShape(), elt));
+    return failed(v) ? Value() : *v;
+  };
+  auto cmp = [&](Value l, Value r, StringRef pred) -> Value {
+    auto t = RankedTensorType::get(out.getShape(), b.getI1Type());
+    return b.create<tg::CompareOp>(loc, t, l, r, b.getStringAttr(pred));
+  };
+  auto done = [&](Value v) {
+    if (!v)
+      return false;
+    finish(v, node.outputs[0]);
+    return true;
+  };
+  StringRef name(q);
+  for (StringRef pred : {"eq", "ne", "lt", "le", "gt", "ge"}) {
+    if (name == ("aten::" + pred + ".Tensor").str() || name == ("aten::" + pred + ".Scalar").str()) {
+      Type t = computeTypeOf({&node.args[0], &node.args[1]});
+      Value l = as(node.args[0], t), r = as(node.args[1], t);
+      return l && r && done(cmp(l, r, pred));
+    }
+  }
+  Type elt = out.getElementType();
+  if (q == "aten::_to_copy") {
+    // A dtype conversion on the same device; a same-type copy stays an
+    // ATen call, so the result never aliases its input.
+    Value in = values.lookup(node.args[0].tensors[0]);
+    bool sameDevice = node.args.size() < 4 || node.args[3].kind == ArgValue::None ||
+                      node.args[3].s == seg.device;
+    if (!sameDevice || cast<RankedTensorType>(in.getType()).getElementType() == elt)
+      return false;
+    return done(castTo(in, elt));
+  }
+  if (q == "aten::where.self") {
+    Value c = as(node.args[0], b.getI1Type());
+    Value x = as(node.args[1], elt), y = as(node.args[2], elt);
+    return c && x && y && done(b.create<tg::SelectOp>(loc, out, c, x, y));
+  }
+  if (q == "aten::masked_fill.Scalar" || q == "aten::masked_fill.Tensor") {
+    Value x = as(node.args[0], elt), m = as(node.args[1], b.getI1Type());
+    Value v = as(node.args[2], elt);
+    return x && m && v && done(b.create<tg::SelectOp>(loc, out, m, v, x));
+  }
+  if (q == "aten::logical_not") {
+    Type t = computeTypeOf({&node.args[0]});
+    ArgValue zero;
+    zero.kind = ArgValue::Int;
+    Value x = as(node.args[0], t);
+    return x && done(cmp(x, as(zero, t), "eq"));
+  }
+  static const std::set<std::string> floatOps = {
+      "aten::clamp", "aten::clamp_min", "aten::clamp_max", "aten::hardtanh", "aten::silu",
+      "aten::reciprocal", "aten::leaky_relu", "aten::softplus", "aten::mish",
+      "aten::pow.Tensor_Scalar"};
+  // Build nothing for nodes this function does not handle.
+  if (!floatOps.count(q) || !isa<FloatType>(elt) || node.args[0].kind != ArgValue::Tensor)
+    return false;
+  Value x = as(node.args[0], elt);
+  if (!x)
+    return false;
+  auto num = [&](double v) { return scalar(v, out); };
+  if (q == "aten::clamp" || q == "aten::clamp_min" || q == "aten::clamp_max" ||
+      q == "aten::hardtanh") {
+    const ArgValue *lo = nullptr, *hi = nullptr;
+    if (q == "aten::clamp_max")
+      hi = &node.args[1];
+    else
+      lo = &node.args[1];
+    if ((q == "aten::clamp" || q == "aten::hardtanh") && node.args.size() > 2)
+      hi = &node.args[2];
+    if (lo && lo->kind != ArgValue::None)
+      x = b.create<tg::MaximumOp>(loc, out, x, as(*lo, elt));
+    if (hi && hi->kind != ArgValue::None)
+      x = b.create<tg::MinimumOp>(loc, out, x, as(*hi, elt));
+    return done(x);
+  }
+  if (q == "aten::silu")
+    return done(b.create<tg::MulOp>(loc, out, x, b.create<tg::SigmoidOp>(loc, out, x)));
+  if (q == "aten::reciprocal")
+    return done(b.create<tg::DivOp>(loc, out, num(1.0), x));
+  if (q == "aten::leaky_relu") {
+    Value neg = b.create<tg::MulOp>(loc, out, x, as(node.args[1], elt));
+    return done(b.create<tg::SelectOp>(loc, out, cmp(x, num(0.0), "gt"), x, neg));
+  }
+  auto softplus = [&](Value v, double beta, double threshold) -> Value {
+    Value bx = b.create<tg::MulOp>(loc, out, v, num(beta));
+    Value soft = b.create<tg::DivOp>(loc, out,
+                                     b.create<tg::Log1pOp>(loc, out, b.create<tg::ExpOp>(loc, out, bx)),
+                                     num(beta));
+    return b.create<tg::SelectOp>(loc, out, cmp(bx, num(threshold), "gt"), v, soft);
+  };
+  auto number = [](const ArgValue &a) { return a.kind == ArgValue::Double ? a.d : double(a.i); };
+  if (q == "aten::softplus")
+    return done(softplus(x, number(node.args[1]), number(node.args[2])));
+  if (q == "aten::mish")
+    return done(b.create<tg::MulOp>(loc, out, x,
+                                    b.create<tg::TanhOp>(loc, out, softplus(x, 1.0, 20.0))));
+  if (q == "aten::pow.Tensor_Scalar") {
+    double e = number(node.args[1]);
+    if (e == 2.0)
+      return done(b.create<tg::MulOp>(loc, out, x, x));
+    return done(b.create<tg::PowOp>(loc, out, x, as(node.args[1], elt)));
+  }
+  return false;
 }
 
 bool Importer::importRowOp(const SegmentNode &node) {

@@ -5,6 +5,7 @@
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinTypes.h"
+#include "llvm/ADT/StringSwitch.h"
 
 #include <cmath>
 
@@ -27,7 +28,7 @@ static bool isFloatOp(Operation *op) {
 /// integer inputs of `div`, `exp` etc. to the default float type first).
 static bool isFloatOnly(Operation *op) {
   return isa<DivOp, ExpOp, LogOp, TanhOp, SigmoidOp, SqrtOp, RsqrtOp, ErfOp,
-             GeluOp>(op);
+             GeluOp, Log1pOp, Expm1Op, SinOp, CosOp, PowOp>(op);
 }
 
 static LogicalResult verifyPointwise(Operation *op) {
@@ -69,6 +70,11 @@ TG_POINTWISE_VERIFY(SqrtOp)
 TG_POINTWISE_VERIFY(RsqrtOp)
 TG_POINTWISE_VERIFY(AbsOp)
 TG_POINTWISE_VERIFY(ErfOp)
+TG_POINTWISE_VERIFY(Log1pOp)
+TG_POINTWISE_VERIFY(Expm1Op)
+TG_POINTWISE_VERIFY(SinOp)
+TG_POINTWISE_VERIFY(CosOp)
+TG_POINTWISE_VERIFY(PowOp)
 #undef TG_POINTWISE_VERIFY
 
 LogicalResult GeluOp::verify() {
@@ -152,6 +158,64 @@ Value RsqrtOp::buildScalar(OpBuilder &b, Location loc, ValueRange v) {
 }
 Value ErfOp::buildScalar(OpBuilder &b, Location loc, ValueRange v) {
   return b.create<math::ErfOp>(loc, v[0]);
+}
+
+Value Log1pOp::buildScalar(OpBuilder &b, Location loc, ValueRange v) {
+  return b.create<math::Log1pOp>(loc, v[0]);
+}
+Value Expm1Op::buildScalar(OpBuilder &b, Location loc, ValueRange v) {
+  return b.create<math::ExpM1Op>(loc, v[0]);
+}
+Value SinOp::buildScalar(OpBuilder &b, Location loc, ValueRange v) {
+  return b.create<math::SinOp>(loc, v[0]);
+}
+Value CosOp::buildScalar(OpBuilder &b, Location loc, ValueRange v) {
+  return b.create<math::CosOp>(loc, v[0]);
+}
+Value PowOp::buildScalar(OpBuilder &b, Location loc, ValueRange v) {
+  return b.create<math::PowFOp>(loc, v[0], v[1]);
+}
+
+LogicalResult CompareOp::verify() {
+  if (!llvm::is_contained({"eq", "ne", "lt", "le", "gt", "ge"}, getPredicate()))
+    return emitOpError("unknown predicate \"") << getPredicate() << "\"";
+  if (!elementTypeOf(getResult()).isInteger(1))
+    return emitOpError("result must be i1");
+  return success();
+}
+
+Value CompareOp::buildScalar(OpBuilder &b, Location loc, ValueRange v) {
+  StringRef p = getPredicate();
+  if (isa<FloatType>(v[0].getType())) {
+    auto pred = llvm::StringSwitch<arith::CmpFPredicate>(p)
+                    .Case("eq", arith::CmpFPredicate::OEQ)
+                    .Case("ne", arith::CmpFPredicate::UNE)
+                    .Case("lt", arith::CmpFPredicate::OLT)
+                    .Case("le", arith::CmpFPredicate::OLE)
+                    .Case("gt", arith::CmpFPredicate::OGT)
+                    .Default(arith::CmpFPredicate::OGE);
+    return b.create<arith::CmpFOp>(loc, pred, v[0], v[1]);
+  }
+  auto pred = llvm::StringSwitch<arith::CmpIPredicate>(p)
+                  .Case("eq", arith::CmpIPredicate::eq)
+                  .Case("ne", arith::CmpIPredicate::ne)
+                  .Case("lt", arith::CmpIPredicate::slt)
+                  .Case("le", arith::CmpIPredicate::sle)
+                  .Case("gt", arith::CmpIPredicate::sgt)
+                  .Default(arith::CmpIPredicate::sge);
+  return b.create<arith::CmpIOp>(loc, pred, v[0], v[1]);
+}
+
+LogicalResult SelectOp::verify() {
+  if (!elementTypeOf(getCondition()).isInteger(1))
+    return emitOpError("condition must be i1");
+  if (getA().getType() != getType() || getB().getType() != getType())
+    return emitOpError("both choices must have the result type");
+  return success();
+}
+
+Value SelectOp::buildScalar(OpBuilder &b, Location loc, ValueRange v) {
+  return b.create<arith::SelectOp>(loc, v[0], v[1], v[2]);
 }
 
 Value AbsOp::buildScalar(OpBuilder &b, Location loc, ValueRange v) {

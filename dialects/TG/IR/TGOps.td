@@ -135,6 +135,45 @@ def TG_SigmoidOp : TG_UnaryOp<"sigmoid", "the logistic sigmoid">;
 def TG_SqrtOp : TG_UnaryOp<"sqrt", "the square root">;
 def TG_RsqrtOp : TG_UnaryOp<"rsqrt", "the reciprocal square root">;
 def TG_AbsOp : TG_UnaryOp<"abs", "the absolute value">;
+def TG_Log1pOp : TG_UnaryOp<"log1p", "log(1 + x), accurate near 0">;
+def TG_Expm1Op : TG_UnaryOp<"expm1", "exp(x) - 1, accurate near 0">;
+def TG_SinOp : TG_UnaryOp<"sin", "the sine">;
+def TG_CosOp : TG_UnaryOp<"cos", "the cosine">;
+def TG_PowOp : TG_BinaryOp<"pow", "lhs raised to the power rhs">;
+
+def TG_CompareOp : TG_Op<"compare", [Pure, Elementwise, SameTypeOperands,
+    SameOperandsAndResultShape, DeclareOpInterfaceMethods<TG_ScalarizableOpInterface>]> {
+  let summary = "elementwise comparison, producing i1";
+  let description = [{
+    Compares `lhs` and `rhs` (of one type, promoted at import) with
+    `predicate`: `eq`, `ne`, `lt`, `le`, `gt` or `ge`. Float comparisons are
+    ordered except `ne`, which is true for NaN, as in ATen.
+
+    ```mlir
+    %m = tg.compare %a, %b {predicate = "lt"} : tensor<4xf32> -> tensor<4xi1>
+    ```
+  }];
+  let arguments = (ins TG_StaticTensor:$lhs, TG_StaticTensor:$rhs, StrAttr:$predicate);
+  let results = (outs TG_StaticTensor:$result);
+  let assemblyFormat = "$lhs `,` $rhs attr-dict `:` type($lhs) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+def TG_SelectOp : TG_Op<"select", [Pure, Elementwise, SameOperandsAndResultShape,
+    DeclareOpInterfaceMethods<TG_ScalarizableOpInterface>]> {
+  let summary = "elementwise choice: where(condition, a, b)";
+  let description = [{
+    `condition` is i1; `a`, `b` and the result share a type.
+
+    ```mlir
+    %r = tg.select %c, %a, %b : tensor<4xi1>, tensor<4xf32>, tensor<4xf32> -> tensor<4xf32>
+    ```
+  }];
+  let arguments = (ins TG_StaticTensor:$condition, TG_StaticTensor:$a, TG_StaticTensor:$b);
+  let results = (outs TG_StaticTensor:$result);
+  let assemblyFormat = "$condition `,` $a `,` $b attr-dict `:` type($condition) `,` type($a) `,` type($b) `->` type($result)";
+  let hasVerifier = 1;
+}
 def TG_ErfOp : TG_UnaryOp<"erf", "the error function">;
 
 def TG_GeluOp : TG_PointwiseOp<"gelu", 1> {

@@ -60,3 +60,21 @@ func.func @extern_name(%a: tensor<4xf32>) -> tensor<4xf32> {
   %r = tg.extern "relu"(%a) {args = [#tg.operand<0>], result_strides = [array<i64: 1>]} : (tensor<4xf32>) -> tensor<4xf32>
   return %r : tensor<4xf32>
 }
+
+// -----
+
+// Tests that a reduction keeps the reduced dims with size 1.
+func.func @bad_reduce(%a: tensor<4x8xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{reduces 1 trailing dims of a rank-2 tensor into rank 1}}
+  %r = tg.reduce %a {count = 1 : i64, kind = "sum"} : tensor<4x8xf32> -> tensor<4xf32>
+  return %r : tensor<4xf32>
+}
+
+// -----
+
+// Tests that comparisons name a known predicate.
+func.func @bad_compare(%a: tensor<4xf32>) -> tensor<4xi1> {
+  // expected-error @+1 {{unknown predicate "approx"}}
+  %r = tg.compare %a, %a {predicate = "approx"} : tensor<4xf32> -> tensor<4xi1>
+  return %r : tensor<4xi1>
+}

@@ -32,3 +32,20 @@ func.func @extern(%a: tensor<4x3xf32>, %b: tensor<3x8xf32>) -> tensor<4x8xf32> {
   %r = tg.extern "aten::mm"(%a, %b) {args = [#tg.operand<0>, #tg.operand<1>], result_strides = [array<i64: 8, 1>]} : (tensor<4x3xf32>, tensor<3x8xf32>) -> tensor<4x8xf32>
   return %r : tensor<4x8xf32>
 }
+
+// -----
+
+// Tests that comparisons, selects, reductions and the transcendental ops round-trip.
+// CHECK-LABEL: func.func @more
+func.func @more(%a: tensor<4x8xf32>, %b: tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<4x1xf32>) {
+  // CHECK: tg.compare %{{.*}}, %{{.*}} {predicate = "lt"} : tensor<4x8xf32> -> tensor<4x8xi1>
+  %m = tg.compare %a, %b {predicate = "lt"} : tensor<4x8xf32> -> tensor<4x8xi1>
+  // CHECK: tg.select
+  %s = tg.select %m, %a, %b : tensor<4x8xi1>, tensor<4x8xf32>, tensor<4x8xf32> -> tensor<4x8xf32>
+  %l = tg.log1p %s : tensor<4x8xf32>
+  %e = tg.expm1 %l : tensor<4x8xf32>
+  %p = tg.pow %e, %b : tensor<4x8xf32>
+  // CHECK: tg.reduce %{{.*}} {count = 1 : i64, kind = "sum"} : tensor<4x8xf32> -> tensor<4x1xf32>
+  %r = tg.reduce %p {count = 1 : i64, kind = "sum"} : tensor<4x8xf32> -> tensor<4x1xf32>
+  return %p, %r : tensor<4x8xf32>, tensor<4x1xf32>
+}

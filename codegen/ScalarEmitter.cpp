@@ -383,27 +383,36 @@ LogicalResult RowPrinter::print(std::string &error) {
       return failure();
     Type t = red.getType();
     bool fp = isa<FloatType>(t);
-    std::string acc = fp ? "double" : "long long";
-    std::string init, combine;
+    // Floats accumulate in float over short rows (vector lanes keep partial
+    // sums, as ATen's kernels do) and in double over long ones.
+    std::string acc = !fp ? "long long"
+                      : (t.isF64() || n > 65536) ? "double" : "float";
     StringRef kind = red.getKind();
+    std::string r = "red" + std::to_string(counter++);
+    out += fmt::format("    {} {};\n    {{\n", computeType(t), r);
+    std::string v;
     if (kind == "sum") {
-      init = "0";
-      combine = "acc += (" + acc + ")({});";
+      out += fmt::format("      {} acc = 0;\n#pragma omp simd reduction(+ : acc)\n", acc);
     } else {
       bool max = kind == "max";
-      init = fp ? (max ? "-tgc_inf()" : "tgc_inf()")
-                : (max ? "(long long)(-0x7fffffffffffffffLL - 1)" : "0x7fffffffffffffffLL");
-      combine = std::string("acc = ") + (fp ? (max ? "tgc_maximum" : "tgc_minimum")
-                                            : (max ? "tgc_max" : "tgc_min")) +
-                "(acc, (" + acc + ")({}));";
+      std::string init = fp ? (max ? "-tgc_inf()" : "tgc_inf()")
+                            : (max ? "(long long)(-0x7fffffffffffffffLL - 1)"
+                                   : "0x7fffffffffffffffLL");
+      // NaN propagates: tracked apart so the comparison stays vectorizable.
+      out += fmt::format("      {} acc = {};\n      int nan = 0;\n"
+                         "#pragma omp simd reduction({} : acc) reduction(| : nan)\n",
+                         acc, init, max ? "max" : "min");
     }
-    std::string r = "red" + std::to_string(counter++);
-    out += fmt::format("    {} {};\n    {{\n      {} acc = {};\n", computeType(t), r, acc, init);
-    out += kind == "sum" ? "#pragma omp simd reduction(+ : acc)\n" : "";
     out += fmt::format("    for (long long j = 0; j < {}LL; ++j) {{\n", n);
     if (failed(emitElementCode(p, {red.getValue()}, error)))
       return failure();
-    out += "      " + fmt::format(fmt::runtime(combine), p.name(red.getValue())) + "\n    }\n";
+    std::string val = "(" + acc + ")(" + p.name(red.getValue()) + ")";
+    if (kind == "sum")
+      out += "      acc += " + val + ";\n    }\n";
+    else
+      out += fmt::format("      const {0} x = {1};\n      nan |= x != x;\n"
+                         "      acc = x {2} acc ? x : acc;\n    }}\n      if (nan) acc = ({0})tgc_nan();\n",
+                         acc, val, kind == "max" ? ">" : "<");
     out += fmt::format("    {} = ({})acc;\n    }}\n", r, computeType(t));
     p.bind(red.getResult(), r);
     available.insert(red.getResult());

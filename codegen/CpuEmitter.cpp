@@ -72,23 +72,29 @@ template <class T> static inline T tgc_min(T a, T b) { return a < b ? a : b; }
 )";
 }
 
+/// `extern "C" void name(void *const *buffers) {` and one typed pointer per
+/// buffer: in<j> for inputs, out<j> for results.
+static std::string signature(StringRef name, TypeRange inputs, TypeRange results) {
+  std::string src = fmt::format("extern \"C\" void {}(void *const *buffers) {{\n", name.str());
+  auto storage = [](Type t) {
+    return detail::storageType(cast<ShapedType>(t).getElementType(), Target::Cpu);
+  };
+  for (auto [j, t] : llvm::enumerate(inputs))
+    src += fmt::format("  const {0} *__restrict__ in{1} = (const {0} *)buffers[{1}];\n",
+                       storage(t), j);
+  for (auto [j, t] : llvm::enumerate(results))
+    src += fmt::format("  {0} *__restrict__ out{1} = ({0} *)buffers[{2}];\n", storage(t), j,
+                       inputs.size() + j);
+  return src;
+}
+
 std::string emitCpuKernel(tgk::KernelOp kernel, std::string &error) {
   const int64_t n = kernel.getNumIterations();
   int64_t chunk = 4096;
   if (auto s = kernel.getScheduleAttr())
     chunk = std::max<int64_t>(chunk, s.getBlock() * s.getVector());
-  std::string src = fmt::format("extern \"C\" void {}(void *const *buffers) {{\n",
-                                kernel.getSymName().str());
-  unsigned nIn = kernel.getInputs().size();
-  for (auto [j, t] : llvm::enumerate(kernel.getInputs().getTypes()))
-    src += fmt::format(
-        "  const {0} *__restrict__ in{1} = (const {0} *)buffers[{1}];\n",
-        detail::storageType(cast<ShapedType>(t).getElementType(), Target::Cpu), j);
-  for (auto [j, t] : llvm::enumerate(kernel.getResultTypes()))
-    src += fmt::format("  {0} *__restrict__ out{1} = ({0} *)buffers[{2}];\n",
-                       detail::storageType(cast<ShapedType>(t).getElementType(),
-                                           Target::Cpu),
-                       j, nIn + j);
+  std::string src = signature(kernel.getSymName(), kernel.getInputs().getTypes(),
+                              kernel.getResultTypes());
   detail::Indexing ix = detail::computeIndexing(kernel, "long long");
   std::string body;
   if (failed(detail::emitBody(kernel, Target::Cpu, ix.inputs,
@@ -109,16 +115,8 @@ std::string emitCpuKernel(tgk::KernelOp kernel, std::string &error) {
 }
 
 std::string emitCpuRowKernel(tgk::RowKernelOp kernel, std::string &error) {
-  std::string src = fmt::format("extern \"C\" void {}(void *const *buffers) {{\n",
-                                kernel.getSymName().str());
-  unsigned nIn = kernel.getInputs().size();
-  for (auto [j, t] : llvm::enumerate(kernel.getInputs().getTypes()))
-    src += fmt::format("  const {0} *__restrict__ in{1} = (const {0} *)buffers[{1}];\n",
-                       detail::storageType(cast<ShapedType>(t).getElementType(), Target::Cpu), j);
-  for (auto [j, t] : llvm::enumerate(kernel.getResultTypes()))
-    src += fmt::format("  {0} *__restrict__ out{1} = ({0} *)buffers[{2}];\n",
-                       detail::storageType(cast<ShapedType>(t).getElementType(), Target::Cpu),
-                       j, nIn + j);
+  std::string src = signature(kernel.getSymName(), kernel.getInputs().getTypes(),
+                              kernel.getResultTypes());
   std::string body;
   if (failed(detail::emitRowBody(kernel, Target::Cpu, body, error)))
     return "";

@@ -128,18 +128,7 @@ void FusePointwisePass::runOnOperation() {
       buildKernel(*g, index++);
   materializeBroadcasts(index);
 
-  // Broadcasts and constants that kernels absorbed are dead now; chains of
-  // them die from the outside in, so sweep until nothing changes.
-  bool changed = true;
-  while (changed) {
-    changed = false;
-    fn.walk([&](Operation *op) {
-      if (isa<tg::BroadcastOp, tg::ConstantOp>(op) && op->use_empty()) {
-        op->erase();
-        changed = true;
-      }
-    });
-  }
+  eraseDeadLayoutOps(fn); // broadcasts and constants the kernels absorbed
 }
 
 void FusePointwisePass::buildKernel(Group &g, unsigned index) {

@@ -155,16 +155,7 @@ void FuseRowsPass::runOnOperation() {
   unsigned index = 0;
   for (auto &[members, space] : groups)
     buildKernel(members, space, index++);
-  bool changed = true;
-  while (changed) {
-    changed = false;
-    fn.walk([&](Operation *op) {
-      if (isa<tg::BroadcastOp, tg::ConstantOp>(op) && op->use_empty()) {
-        op->erase();
-        changed = true;
-      }
-    });
-  }
+  eraseDeadLayoutOps(fn); // broadcasts and constants the kernels absorbed
 }
 
 void FuseRowsPass::buildKernel(ArrayRef<Operation *> members, const RowSpace &space,

@@ -5,6 +5,19 @@ using namespace mlir;
 
 namespace tgc {
 
+void eraseDeadLayoutOps(func::FuncOp fn) {
+  bool changed = true;
+  while (changed) {
+    changed = false;
+    fn.walk([&](Operation *op) {
+      if (isa<tg::BroadcastOp, tg::ConstantOp>(op) && op->use_empty()) {
+        op->erase();
+        changed = true;
+      }
+    });
+  }
+}
+
 SmallVector<int64_t> contiguousStrides(ArrayRef<int64_t> shape) {
   SmallVector<int64_t> strides(shape.size(), 1);
   for (int64_t i = (int64_t)shape.size() - 2; i >= 0; --i)

@@ -20,6 +20,10 @@ namespace tgc {
 /// the contiguous strides of its shape.
 llvm::SmallVector<int64_t> bufferStrides(mlir::Value v);
 
+/// Erases broadcasts and constants nobody uses any more (chains die from
+/// the outside in, so it sweeps until nothing changes).
+void eraseDeadLayoutOps(mlir::func::FuncOp fn);
+
 /// Row-major strides of `shape`.
 llvm::SmallVector<int64_t> contiguousStrides(llvm::ArrayRef<int64_t> shape);
 

@@ -14,22 +14,19 @@ namespace tgc {
 
 namespace {
 
-/// The NVRTC entry points tgc uses, resolved once.
+/// The NVRTC entry points tgc uses.
+#define TGC_NVRTC_FUNCTIONS(X)                                                 \
+  X(nvrtcVersion) X(nvrtcCreateProgram) X(nvrtcCompileProgram)                 \
+  X(nvrtcDestroyProgram) X(nvrtcGetProgramLogSize) X(nvrtcGetProgramLog)       \
+  X(nvrtcGetCUBINSize) X(nvrtcGetCUBIN) X(nvrtcGetPTXSize) X(nvrtcGetPTX)      \
+  X(nvrtcGetErrorString)
+
+/// The NVRTC entry points, resolved once.
 struct NvrtcApi {
   void *handle = nullptr;
   std::string why;
 #define TGC_NVRTC_FN(name) decltype(&::name) name = nullptr;
-  TGC_NVRTC_FN(nvrtcVersion)
-  TGC_NVRTC_FN(nvrtcCreateProgram)
-  TGC_NVRTC_FN(nvrtcCompileProgram)
-  TGC_NVRTC_FN(nvrtcDestroyProgram)
-  TGC_NVRTC_FN(nvrtcGetProgramLogSize)
-  TGC_NVRTC_FN(nvrtcGetProgramLog)
-  TGC_NVRTC_FN(nvrtcGetCUBINSize)
-  TGC_NVRTC_FN(nvrtcGetCUBIN)
-  TGC_NVRTC_FN(nvrtcGetPTXSize)
-  TGC_NVRTC_FN(nvrtcGetPTX)
-  TGC_NVRTC_FN(nvrtcGetErrorString)
+  TGC_NVRTC_FUNCTIONS(TGC_NVRTC_FN)
 #undef TGC_NVRTC_FN
 };
 
@@ -57,17 +54,7 @@ const NvrtcApi &api() {
     a.handle = nullptr;                                                        \
     return a;                                                                  \
   }
-    TGC_NVRTC_FN(nvrtcVersion)
-    TGC_NVRTC_FN(nvrtcCreateProgram)
-    TGC_NVRTC_FN(nvrtcCompileProgram)
-    TGC_NVRTC_FN(nvrtcDestroyProgram)
-    TGC_NVRTC_FN(nvrtcGetProgramLogSize)
-    TGC_NVRTC_FN(nvrtcGetProgramLog)
-    TGC_NVRTC_FN(nvrtcGetCUBINSize)
-    TGC_NVRTC_FN(nvrtcGetCUBIN)
-    TGC_NVRTC_FN(nvrtcGetPTXSize)
-    TGC_NVRTC_FN(nvrtcGetPTX)
-    TGC_NVRTC_FN(nvrtcGetErrorString)
+    TGC_NVRTC_FUNCTIONS(TGC_NVRTC_FN)
 #undef TGC_NVRTC_FN
     return a;
   }();

@@ -50,6 +50,8 @@ private:
   LogicalResult addKernel(tgk::KernelOp k);
   LogicalResult addExtern(tg::ExternOp e);
   LogicalResult addRowKernel(tgk::RowKernelOp k);
+  /// Appends a launch of `op` (a tgk.kernel or tgk.row_kernel).
+  KernelStep &pushKernel(Operation *op, StringRef name, ValueRange inputs, int64_t numel);
   FailureOr<ArgValue> argOf(Attribute a, tg::ExternOp e);
 
   Plan &plan;
@@ -59,18 +61,21 @@ private:
 
 } // namespace
 
-LogicalResult PlanBuilder::addKernel(tgk::KernelOp k) {
+KernelStep &PlanBuilder::pushKernel(Operation *op, StringRef name, ValueRange inputs,
+                                    int64_t numel) {
   KernelStep step;
-  step.name = k.getSymName().str();
-  for (Value in : k.getInputs())
+  step.name = name.str();
+  for (Value in : inputs)
     step.inputs.push_back(valueId(in));
-  for (Value r : k.getResults())
+  for (Value r : op->getResults())
     step.outputs.push_back(valueId(r));
-  step.numel = k.getNumIterations();
-  if (auto s = k.getScheduleAttr()) {
-    step.block = s.getBlock();
-    step.vector = s.getVector();
-  }
+  step.numel = numel;
+  plan.steps.push_back({Step::Kernel, (int)plan.kernels.size()});
+  plan.kernels.push_back(std::move(step));
+  return plan.kernels.back();
+}
+
+LogicalResult PlanBuilder::addKernel(tgk::KernelOp k) {
   std::string src = plan.device == "cuda" ? codegen::emitCudaKernel(k, error)
                                           : codegen::emitCpuKernel(k, error);
   if (src.empty())
@@ -79,8 +84,11 @@ LogicalResult PlanBuilder::addKernel(tgk::KernelOp k) {
     plan.cudaSources.push_back(codegen::cudaPrelude() + src);
   else
     plan.cpuSource += src;
-  plan.steps.push_back({Step::Kernel, (int)plan.kernels.size()});
-  plan.kernels.push_back(std::move(step));
+  KernelStep &step = pushKernel(k, k.getSymName(), k.getInputs(), k.getNumIterations());
+  if (auto s = k.getScheduleAttr()) {
+    step.block = s.getBlock();
+    step.vector = s.getVector();
+  }
   return success();
 }
 
@@ -89,19 +97,11 @@ LogicalResult PlanBuilder::addRowKernel(tgk::RowKernelOp k) {
     error = "row kernels are emitted for the CPU only so far";
     return failure();
   }
-  KernelStep step;
-  step.name = k.getSymName().str();
-  for (Value in : k.getInputs())
-    step.inputs.push_back(valueId(in));
-  for (Value r : k.getResults())
-    step.outputs.push_back(valueId(r));
-  step.numel = k.getNumRows() * k.getRowSize();
   std::string src = codegen::emitCpuRowKernel(k, error);
   if (src.empty())
     return failure();
   plan.cpuSource += src;
-  plan.steps.push_back({Step::Kernel, (int)plan.kernels.size()});
-  plan.kernels.push_back(std::move(step));
+  pushKernel(k, k.getSymName(), k.getInputs(), k.getNumRows() * k.getRowSize());
   return success();
 }
 

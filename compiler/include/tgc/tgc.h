@@ -161,6 +161,19 @@ template <class R> R unflattenResult(std::vector<at::Tensor> &&out) {
   }
 }
 
+/// Splits call arguments into tensors (graph inputs) and a key of the
+/// scalar arguments (specialized by value).
+template <class... Args>
+void collectArgs(std::vector<at::Tensor> &tensors, std::string &key, const Args &...args) {
+  auto collect = [&](const auto &a) {
+    if constexpr (IsTensor<decltype(a)>::value)
+      tensors.push_back(a);
+    else
+      appendScalar(key, a);
+  };
+  (collect(args), ...);
+}
+
 /// Calls `fn` with `args`, tensor arguments replaced by `tensors` in order,
 /// and flattens the result.
 template <class F, class Tuple, size_t... I>
@@ -182,13 +195,7 @@ public:
     using R = std::decay_t<std::invoke_result_t<F &, Args...>>;
     std::vector<at::Tensor> tensors;
     std::string key;
-    auto collect = [&](auto &&a) {
-      if constexpr (detail::IsTensor<decltype(a)>::value)
-        tensors.push_back(a);
-      else
-        detail::appendScalar(key, a);
-    };
-    (collect(args), ...);
+    detail::collectArgs(tensors, key, args...);
     auto argTuple = std::forward_as_tuple(args...);
     auto body = [&](const std::vector<at::Tensor> &replaced) {
       return detail::invokeWith(*fn_, argTuple, replaced,
@@ -228,13 +235,7 @@ public:
     using R = std::decay_t<decltype(module_.ptr()->forward(args...))>;
     std::vector<at::Tensor> tensors;
     std::string key = moduleKey();
-    auto collect = [&](auto &&a) {
-      if constexpr (detail::IsTensor<decltype(a)>::value)
-        tensors.push_back(a);
-      else
-        detail::appendScalar(key, a);
-    };
-    (collect(args), ...);
+    detail::collectArgs(tensors, key, args...);
     auto argTuple = std::forward_as_tuple(args...);
     auto body = [&](const std::vector<at::Tensor> &replaced) {
       return callWith(argTuple, replaced, std::make_index_sequence<sizeof...(Args)>{});

@@ -9,6 +9,7 @@
 #include "runtime/Log.h"
 
 #include <array>
+#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <dlfcn.h>
@@ -75,27 +76,49 @@ const std::string &hostCompilerVersion() {
   return version;
 }
 
-std::shared_ptr<SharedObject> SharedObject::openBytes(const std::string &bytes,
-                                                      const std::string &name,
-                                                      std::string &error) {
-  // An anonymous in-memory file: loading needs no writable directory.
-  int fd = memfd_create(name.c_str(), MFD_CLOEXEC);
-  if (fd < 0) {
-    error = std::string("memfd_create failed: ") + std::strerror(errno);
-    return nullptr;
-  }
+static bool writeAll(int fd, const std::string &bytes) {
   size_t done = 0;
   while (done < bytes.size()) {
     ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
-    if (n <= 0) {
-      ::close(fd);
-      error = "cannot write the shared object to memory";
-      return nullptr;
-    }
+    if (n <= 0)
+      return false;
     done += n;
   }
-  // The fd stays open while the object is loaded: dlopen recognizes
-  // libraries by path, and a reused fd number would alias another kernel.
+  return true;
+}
+
+std::shared_ptr<SharedObject> SharedObject::openBytes(const std::string &bytes,
+                                                      const std::string &name,
+                                                      std::string &error) {
+  // dlopen recognizes libraries by path: every object gets a path no other
+  // object of this process ever had, so a library that dlclose could not
+  // unload can never stand in for a new one. The file is removed right
+  // after loading (the mapping stays).
+  static std::atomic<uint64_t> counter{0};
+  std::string path = (fs::temp_directory_path() /
+                      ("tgc-" + std::to_string(getpid()) + "-" +
+                       std::to_string(counter++) + "-XXXXXX.so"))
+                         .string();
+  int fd = mkstemps(path.data(), 3);
+  if (fd >= 0) {
+    bool ok = writeAll(fd, bytes);
+    ::close(fd);
+    std::shared_ptr<SharedObject> so = ok ? open(path, error) : nullptr;
+    ::unlink(path.c_str());
+    if (so) {
+      so->path_ = name;
+      return so;
+    }
+  }
+  // No writable temporary directory: an anonymous in-memory file, kept open
+  // while loaded so its /proc/self/fd path stays unique.
+  fd = memfd_create(name.c_str(), MFD_CLOEXEC);
+  if (fd < 0 || !writeAll(fd, bytes)) {
+    if (fd >= 0)
+      ::close(fd);
+    error = std::string("cannot stage the shared object for loading: ") + std::strerror(errno);
+    return nullptr;
+  }
   auto so = open("/proc/self/fd/" + std::to_string(fd), error);
   if (!so) {
     ::close(fd);

@@ -14,7 +14,8 @@ class SharedObject {
 public:
   static std::shared_ptr<SharedObject> open(const std::string &path,
                                             std::string &error);
-  /// Loads a shared object from bytes in memory (memfd), e.g. a cache entry.
+  /// Loads a shared object from bytes (a cache entry) under a path unique in
+  /// this process; the staging file is removed once loaded.
   static std::shared_ptr<SharedObject> openBytes(const std::string &bytes,
                                                  const std::string &name,
                                                  std::string &error);

@@ -15,7 +15,7 @@ torchvision_version=0.26.0
 apt_packages=(
   llvm-19-dev libmlir-19-dev mlir-19-tools llvm-19-tools
   libfmt-dev libgtest-dev libgmock-dev libbenchmark-dev
-  ninja-build ccache cmake g++ pkg-config
+  ninja-build ccache cmake g++ pkg-config python3-venv
   nlohmann-json3-dev libxxhash-dev libzstd-dev libcli11-dev libboost-context-dev
   zlib1g-dev
 )

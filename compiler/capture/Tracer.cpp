@@ -421,6 +421,25 @@ std::optional<size_t> writtenArgument(const c10::FunctionSchema &s,
   return std::nullopt;
 }
 
+/// Replaces every defined tensor held by `v` (a tensor, a tensor list or an
+/// optional-tensor list) with f(tensor); other values are left alone.
+template <class F> void mapTensors(c10::IValue &v, F f) {
+  if (v.isTensor()) {
+    if (v.toTensor().defined())
+      v = f(v.toTensor());
+  } else if (v.isTensorList()) {
+    std::vector<at::Tensor> ts;
+    for (const at::Tensor &t : v.toTensorVector())
+      ts.push_back(t.defined() ? f(t) : t);
+    v = ts;
+  } else if (v.isOptionalTensorList()) {
+    c10::List<std::optional<at::Tensor>> ts;
+    for (const std::optional<at::Tensor> &t : v.toOptionalTensorList())
+      ts.push_back(t && t->defined() ? std::optional<at::Tensor>(f(*t)) : t);
+    v = ts;
+  }
+}
+
 bool hasMetaKernel(const c10::OperatorHandle &op) {
   return op.hasKernelForDispatchKey(c10::DispatchKey::Meta) ||
          op.hasKernelForDispatchKey(c10::DispatchKey::CompositeExplicitAutograd);
@@ -464,36 +483,15 @@ void runByExample(const c10::OperatorHandle &op, torch::jit::Stack &stack,
   };
   const size_t n = op.schema().arguments().size();
   for (size_t i = stack.size() - n; i < stack.size(); ++i) {
-    c10::IValue &v = stack[i];
-    if (v.isTensor() && v.toTensor().defined())
-      v = toExample(v.toTensor());
-    else if (v.isTensorList()) {
-      std::vector<at::Tensor> ts;
-      for (const at::Tensor &t : v.toTensorVector())
-        ts.push_back(toExample(t));
-      v = ts;
-    } else if (v.isOptionalTensorList()) {
-      c10::List<std::optional<at::Tensor>> ts;
-      for (const std::optional<at::Tensor> &t : v.toOptionalTensorList())
-        ts.push_back(t ? std::optional<at::Tensor>(toExample(*t)) : std::nullopt);
-      v = ts;
-    } else if (v.isDevice()) {
-      v = c10::Device(at::kCPU);
-    }
+    if (stack[i].isDevice())
+      stack[i] = c10::Device(at::kCPU);
+    else
+      mapTensors(stack[i], toExample);
   }
   op.callBoxed(&stack);
   const size_t r = op.schema().returns().size();
-  for (size_t i = stack.size() - r; i < stack.size(); ++i) {
-    c10::IValue &v = stack[i];
-    if (v.isTensor())
-      v = metaLike(v.toTensor());
-    else if (v.isTensorList()) {
-      std::vector<at::Tensor> ts;
-      for (const at::Tensor &t : v.toTensorVector())
-        ts.push_back(metaLike(t));
-      v = ts;
-    }
-  }
+  for (size_t i = stack.size() - r; i < stack.size(); ++i)
+    mapTensors(stack[i], [](const at::Tensor &t) { return metaLike(t); });
 }
 
 TraceContext *contextOf(const torch::jit::Stack &stack, size_t n) {
@@ -590,22 +588,8 @@ void runAtBreak(TraceContext &ctx, const c10::OperatorHandle &op,
   log("graph_breaks", "segment " + std::to_string(ctx.segmentIndex()) +
                           " ends at " + why.op + ": " + why.reason);
   ctx.breakAt(why);
-  for (size_t i = base; i < stack->size(); ++i) {
-    c10::IValue &v = (*stack)[i];
-    if (v.isTensor())
-      v = ctx.realOf(v.toTensor());
-    else if (v.isTensorList()) {
-      std::vector<at::Tensor> ts;
-      for (const at::Tensor &t : v.toTensorVector())
-        ts.push_back(ctx.realOf(t));
-      v = ts;
-    } else if (v.isOptionalTensorList()) {
-      c10::List<std::optional<at::Tensor>> ts;
-      for (const std::optional<at::Tensor> &t : v.toOptionalTensorList())
-        ts.push_back(t ? std::optional<at::Tensor>(ctx.realOf(*t)) : std::nullopt);
-      v = ts;
-    }
-  }
+  for (size_t i = base; i < stack->size(); ++i)
+    mapTensors((*stack)[i], [&](const at::Tensor &t) { return ctx.realOf(t); });
   OutsideTrace outside;
   op.callBoxed(stack);
 }

@@ -6,6 +6,7 @@
 #include "llvm/ADT/SetVector.h"
 #include "llvm/ADT/TypeSwitch.h"
 #include <fmt/format.h>
+#include <functional>
 
 using namespace mlir;
 
@@ -137,6 +138,9 @@ LogicalResult BodyPrinter::print(Operation *op, std::string &error) {
           .Case([&](MulIOp o) { return binary(o, "*"); })
           .Case([&](OrIOp o) { return binary(o, "|"); })
           .Case([&](AndIOp o) { return binary(o, "&"); })
+          .Case([&](XOrIOp o) { return binary(o, "^"); })
+          .Case([&](ShLIOp o) { return binary(o, "<<"); })
+          .Case([&](ShRSIOp o) { return binary(o, ">>"); })
           .Case([&](NegFOp o) { return "-" + name(o.getOperand()); })
           .Case([&](MaximumFOp o) { return call("tgc_maximum", o); })
           .Case([&](MinimumFOp o) { return call("tgc_minimum", o); })
@@ -193,6 +197,14 @@ LogicalResult BodyPrinter::print(Operation *op, std::string &error) {
                                name(o.getRhs()));
           })
           .Case([&](math::AbsFOp o) { return math("fabs", o.getOperand()); })
+          .Case([&](math::FloorOp o) { return math("floor", o.getOperand()); })
+          .Case([&](math::CeilOp o) { return math("ceil", o.getOperand()); })
+          .Case([&](math::TruncOp o) { return math("trunc", o.getOperand()); })
+          .Case([&](math::RoundEvenOp o) { return math("rint", o.getOperand()); })
+          .Case([&](arith::RemFOp o) {
+            return fmt::format("fmod{}({}, {})", o.getType().isF64() ? "" : "f",
+                               name(o.getLhs()), name(o.getRhs()));
+          })
           .Case([&](math::AbsIOp o) {
             return fmt::format("({0} < 0 ? -{0} : {0})", name(o.getOperand()));
           })
@@ -237,6 +249,44 @@ LogicalResult emitBody(tgk::KernelOp kernel, Target target,
   return success();
 }
 
+/// C code for one index expression of an indexing map. Maps keep every
+/// index non-negative (see tg.remap), so C's `/` and `%` are floordiv and mod.
+static std::string indexExpr(AffineExpr e, StringRef type,
+                             const std::function<std::string(unsigned)> &dim) {
+  if (auto d = dyn_cast<AffineDimExpr>(e))
+    return dim(d.getPosition());
+  if (auto c = dyn_cast<AffineConstantExpr>(e))
+    return fmt::format("({}){}", type.str(), c.getValue());
+  auto bin = cast<AffineBinaryOpExpr>(e);
+  std::string l = indexExpr(bin.getLHS(), type, dim), r = indexExpr(bin.getRHS(), type, dim);
+  switch (e.getKind()) {
+  case AffineExprKind::Add: return "(" + l + " + " + r + ")";
+  case AffineExprKind::Mul: return "(" + l + " * " + r + ")";
+  case AffineExprKind::FloorDiv: return "(" + l + " / " + r + ")";
+  case AffineExprKind::CeilDiv: return "((" + l + " + " + r + " - 1) / " + r + ")";
+  default: return "(" + l + " % " + r + ")";
+  }
+}
+
+static std::string linearOffset(AffineMap map, ArrayRef<int64_t> strides, StringRef type,
+                         const std::function<std::string(unsigned)> &dim) {
+  std::string e;
+  for (auto [r, expr] : llvm::enumerate(map.getResults())) {
+    if (strides[r] == 0)
+      continue; // broadcast dimension of the buffer
+    if (auto c = dyn_cast<AffineConstantExpr>(expr)) {
+      if (c.getValue() == 0)
+        continue; // a broadcast or selected-at-0 dimension
+      e += fmt::format("{}({}){}", e.empty() ? "" : " + ", type.str(),
+                       c.getValue() * strides[r]);
+      continue;
+    }
+    e += fmt::format("{}{} * ({}){}", e.empty() ? "" : " + ", indexExpr(expr, type, dim),
+                     type.str(), strides[r]);
+  }
+  return e.empty() ? "0" : e;
+}
+
 //===----------------------------------------------------------------------===//
 // Row kernels
 //===----------------------------------------------------------------------===//
@@ -273,16 +323,9 @@ private:
 } // namespace
 
 std::string RowPrinter::offset(AffineMap map, ArrayRef<int64_t> strides) {
-  std::string e;
-  for (auto [r, expr] : llvm::enumerate(map.getResults())) {
-    auto dim = dyn_cast<AffineDimExpr>(expr);
-    if (!dim || strides[r] == 0)
-      continue;
-    unsigned d = dim.getPosition();
-    e += fmt::format("{}{}idx{} * {}LL", e.empty() ? "" : " + ", d < outer ? "o" : "r", d,
-                     strides[r]);
-  }
-  return e.empty() ? "0" : e;
+  return linearOffset(map, strides, "long long", [&](unsigned d) {
+    return fmt::format("{}idx{}", d < outer ? "o" : "r", d);
+  });
 }
 
 void RowPrinter::collect(Value v, llvm::SetVector<Operation *> &ops,
@@ -470,15 +513,8 @@ Indexing computeIndexing(tgk::KernelOp kernel, StringRef indexType) {
     if (map.isIdentity() && strides == ArrayRef<int64_t>(contiguous))
       return "i";
     needIdx = true;
-    std::string e;
-    for (auto [r, expr] : llvm::enumerate(map.getResults())) {
-      auto dim = dyn_cast<AffineDimExpr>(expr);
-      if (!dim || strides[r] == 0)
-        continue; // broadcast dimension: always index 0
-      e += fmt::format("{}idx{} * ({}){}", e.empty() ? "" : " + ",
-                       dim.getPosition(), indexType.str(), strides[r]);
-    }
-    return e.empty() ? "0" : e;
+    return linearOffset(map, strides, indexType,
+                        [](unsigned d) { return "idx" + std::to_string(d); });
   };
   for (auto [map, s] :
        llvm::zip(kernel.getIndexingMaps().getAsValueRange<AffineMapAttr>(),

@@ -33,15 +33,6 @@ static std::optional<Attribute> splatValue(Value v) {
   return dense.getSplatValue<Attribute>();
 }
 
-/// Follows broadcasts back to the buffer a kernel input really reads and
-/// returns it with the composed iteration-to-buffer map.
-static std::pair<Value, AffineMap> traceBroadcasts(Value v, AffineMap map) {
-  while (auto b = v.getDefiningOp<tg::BroadcastOp>()) {
-    map = b.getInputMap().compose(map);
-    v = b.getInput();
-  }
-  return {v, map};
-}
 
 class FusePointwisePass
     : public tgc::impl::FusePointwiseBase<FusePointwisePass> {
@@ -51,7 +42,6 @@ public:
 private:
   bool canJoin(Group &g, Operation *p, DenseMap<Operation *, unsigned> &pos);
   void buildKernel(Group &g, unsigned index);
-  void materializeBroadcasts(unsigned &counter);
 };
 
 } // namespace
@@ -126,9 +116,7 @@ void FusePointwisePass::runOnOperation() {
   for (auto &g : groups)
     if (!g->members.empty())
       buildKernel(*g, index++);
-  materializeBroadcasts(index);
-
-  eraseDeadLayoutOps(fn); // broadcasts and constants the kernels absorbed
+  materializeLayoutOps(fn, index); // layout ops the kernels did not absorb
 }
 
 void FusePointwisePass::buildKernel(Group &g, unsigned index) {
@@ -144,7 +132,7 @@ void FusePointwisePass::buildKernel(Group &g, unsigned index) {
       Operation *def = v.getDefiningOp();
       if ((def && g.memberSet.contains(def)) || splatValue(v))
         continue;
-      auto key = traceBroadcasts(v, identity);
+      auto key = traceLayout(v, identity);
       if (splatValue(key.first))
         continue;
       inputs.insert({key, inputs.size()});
@@ -188,7 +176,7 @@ void FusePointwisePass::buildKernel(Group &g, unsigned index) {
   auto scalarOf = [&](Value v) -> Value {
     if (Value s = scalar.lookup(v))
       return s;
-    auto key = traceBroadcasts(v, identity);
+    auto key = traceLayout(v, identity);
     Value root = key.first;
     if (auto splat = splatValue(root)) {
       auto typed = cast<TypedAttr>(*splat);
@@ -217,35 +205,3 @@ void FusePointwisePass::buildKernel(Group &g, unsigned index) {
     m->erase();
 }
 
-/// A broadcast still used by something other than a kernel (an extern, the
-/// return) is materialized by a copy kernel with the broadcast's map.
-void FusePointwisePass::materializeBroadcasts(unsigned &counter) {
-  SmallVector<tg::BroadcastOp> todo;
-  getOperation().walk([&](tg::BroadcastOp b) {
-    if (llvm::any_of(b->getUsers(), [](Operation *u) {
-          return !isa<tg::BroadcastOp>(u);
-        }))
-      todo.push_back(b);
-  });
-  for (tg::BroadcastOp bc : todo) {
-    auto type = cast<RankedTensorType>(bc.getType());
-    auto identity =
-        AffineMap::getMultiDimIdentityMap(type.getRank(), bc.getContext());
-    auto [root, map] = traceBroadcasts(bc.getResult(), identity);
-    OpBuilder b(bc);
-    auto kernel = b.create<tgk::KernelOp>(
-        bc.getLoc(), TypeRange{type}, ("k" + Twine(counter++)).str(),
-        ValueRange{root}, type.getShape(), ArrayRef<AffineMap>{map},
-        b.getArrayAttr({b.getDenseI64ArrayAttr(bufferStrides(root))}),
-        b.getArrayAttr(
-            {b.getDenseI64ArrayAttr(contiguousStrides(type.getShape()))}));
-    Block *body = new Block();
-    kernel.getBody().push_back(body);
-    body->addArgument(type.getElementType(), bc.getLoc());
-    OpBuilder::atBlockBegin(body).create<tgk::YieldOp>(
-        bc.getLoc(), ValueRange{body->getArgument(0)});
-    bc.getResult().replaceUsesWithIf(kernel.getResult(0), [](OpOperand &use) {
-      return !isa<tg::BroadcastOp>(use.getOwner());
-    });
-  }
-}

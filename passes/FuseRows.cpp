@@ -33,7 +33,9 @@ struct RowSpace {
   }
 };
 
-/// Skips broadcasts (their maps are composed by the kernel builder).
+
+/// Skips broadcasts: a row value read through a broadcast is the same value
+/// for every element of the row.
 Value throughBroadcasts(Value v) {
   while (auto b = v.getDefiningOp<tg::BroadcastOp>())
     v = b.getInput();
@@ -41,7 +43,7 @@ Value throughBroadcasts(Value v) {
 }
 
 std::optional<Attribute> splatOf(Value v) {
-  auto c = throughBroadcasts(v).getDefiningOp<tg::ConstantOp>();
+  auto c = throughLayout(v).getDefiningOp<tg::ConstantOp>();
   auto dense = c ? dyn_cast<DenseElementsAttr>(c.getValue()) : nullptr;
   if (!dense || !dense.isSplat())
     return std::nullopt;
@@ -53,11 +55,13 @@ struct FuseRowsPass : public tgc::impl::FuseRowsBase<FuseRowsPass> {
   void buildKernel(ArrayRef<Operation *> members, const RowSpace &space, unsigned index);
 };
 
-/// Users of `v`, looking through broadcasts.
+/// Users of `v`, looking through broadcasts. A remap is a user like any
+/// other: a member read through a remap is a different element of it, so it
+/// must reach memory first.
 void usersOf(Value v, SmallVectorImpl<Operation *> &out) {
   for (Operation *u : v.getUsers()) {
-    if (auto b = dyn_cast<tg::BroadcastOp>(u))
-      usersOf(b.getResult(), out);
+    if (isa<tg::BroadcastOp>(u))
+      usersOf(u->getResult(0), out);
     else
       out.push_back(u);
   }
@@ -173,12 +177,7 @@ void FuseRowsPass::buildKernel(ArrayRef<Operation *> members, const RowSpace &sp
 
   // External buffers read by members, with their maps.
   auto keyOf = [&](Value v) -> std::pair<Value, AffineMap> {
-    AffineMap map = space.isRow(v) ? rowMap : identity;
-    while (auto b = v.getDefiningOp<tg::BroadcastOp>()) {
-      map = b.getInputMap().compose(map);
-      v = b.getInput();
-    }
-    return {v, map};
+    return traceLayout(v, space.isRow(v) ? rowMap : identity);
   };
   llvm::MapVector<std::pair<Value, AffineMap>, unsigned> inputs;
   for (Operation *m : members)
@@ -258,7 +257,7 @@ void FuseRowsPass::buildKernel(ArrayRef<Operation *> members, const RowSpace &sp
   for (Operation *m : llvm::reverse(members)) {
     for (Value r : m->getResults())
       for (OpOperand &use : llvm::make_early_inc_range(r.getUses()))
-        if (isa<tg::BroadcastOp>(use.getOwner()) && use.getOwner()->use_empty())
+        if (isa<tg::BroadcastOp, tg::RemapOp>(use.getOwner()) && use.getOwner()->use_empty())
           use.getOwner()->erase();
     m->dropAllUses();
     m->erase();

@@ -10,12 +10,83 @@ void eraseDeadLayoutOps(func::FuncOp fn) {
   while (changed) {
     changed = false;
     fn.walk([&](Operation *op) {
-      if (isa<tg::BroadcastOp, tg::ConstantOp>(op) && op->use_empty()) {
+      if (isa<tg::BroadcastOp, tg::RemapOp, tg::ConstantOp>(op) && op->use_empty()) {
         op->erase();
         changed = true;
       }
     });
   }
+}
+
+std::pair<Value, AffineMap> traceLayout(Value v, AffineMap map) {
+  while (true) {
+    if (auto b = v.getDefiningOp<tg::BroadcastOp>()) {
+      map = b.getInputMap().compose(map);
+      v = b.getInput();
+    } else if (auto r = v.getDefiningOp<tg::RemapOp>()) {
+      map = simplifyAffineMap(r.getInputMap().compose(map));
+      v = r.getInput();
+    } else {
+      return {v, map};
+    }
+  }
+}
+
+Value throughLayout(Value v) {
+  while (true) {
+    if (auto b = v.getDefiningOp<tg::BroadcastOp>())
+      v = b.getInput();
+    else if (auto r = v.getDefiningOp<tg::RemapOp>())
+      v = r.getInput();
+    else
+      return v;
+  }
+}
+
+void materializeLayoutOps(func::FuncOp fn, unsigned &counter) {
+  SmallVector<Operation *> todo;
+  fn.walk([&](Operation *op) {
+    if (isa<tg::BroadcastOp, tg::RemapOp>(op))
+      todo.push_back(op);
+  });
+  // Outermost first, deciding at each op: a view an outer view turned into
+  // an ATen call now needs becomes an ATen view too.
+  for (Operation *op : llvm::reverse(todo)) {
+    if (llvm::all_of(op->getUsers(),
+                     [](Operation *u) { return isa<tg::BroadcastOp, tg::RemapOp>(u); }))
+      continue;
+    Value result = op->getResult(0);
+    auto type = cast<RankedTensorType>(result.getType());
+    OpBuilder b(op);
+    auto remap = dyn_cast<tg::RemapOp>(op);
+    if (remap && remap.getCallee()) {
+      // Back to the zero-copy ATen view; its own input chain is handled
+      // when the walk reaches it (it is an earlier op).
+      SmallVector<int64_t> strides(bufferStrides(result));
+      auto ext = b.create<tg::ExternOp>(
+          op->getLoc(), TypeRange{type}, *remap.getCallee(), ValueRange{remap.getInput()},
+          *remap.getViewArgs(), b.getArrayAttr({b.getDenseI64ArrayAttr(strides)}));
+      result.replaceAllUsesWith(ext.getResult(0));
+      op->erase();
+      continue;
+    }
+    auto identity = AffineMap::getMultiDimIdentityMap(type.getRank(), op->getContext());
+    auto [root, map] = traceLayout(result, identity);
+    auto kernel = b.create<tgk::KernelOp>(
+        op->getLoc(), TypeRange{type}, ("k" + Twine(counter++)).str(), ValueRange{root},
+        type.getShape(), ArrayRef<AffineMap>{map},
+        b.getArrayAttr({b.getDenseI64ArrayAttr(bufferStrides(root))}),
+        b.getArrayAttr({b.getDenseI64ArrayAttr(bufferStrides(result))}));
+    Block *body = new Block();
+    kernel.getBody().push_back(body);
+    body->addArgument(type.getElementType(), op->getLoc());
+    OpBuilder::atBlockBegin(body).create<tgk::YieldOp>(op->getLoc(),
+                                                       ValueRange{body->getArgument(0)});
+    result.replaceUsesWithIf(kernel.getResult(0), [](OpOperand &use) {
+      return !isa<tg::BroadcastOp, tg::RemapOp>(use.getOwner());
+    });
+  }
+  eraseDeadLayoutOps(fn);
 }
 
 SmallVector<int64_t> contiguousStrides(ArrayRef<int64_t> shape) {

@@ -20,9 +20,21 @@ namespace tgc {
 /// the contiguous strides of its shape.
 llvm::SmallVector<int64_t> bufferStrides(mlir::Value v);
 
-/// Erases broadcasts and constants nobody uses any more (chains die from
-/// the outside in, so it sweeps until nothing changes).
+/// Erases broadcasts, remaps and constants nobody uses any more (chains die
+/// from the outside in, so it sweeps until nothing changes).
 void eraseDeadLayoutOps(mlir::func::FuncOp fn);
+
+/// Follows `tg.broadcast` and `tg.remap` ops back to the value a kernel
+/// really reads, composing their maps into `map` (iteration -> index of `v`).
+std::pair<mlir::Value, mlir::AffineMap> traceLayout(mlir::Value v, mlir::AffineMap map);
+/// The value under any chain of broadcasts and remaps.
+mlir::Value throughLayout(mlir::Value v);
+
+/// Layout ops still used by something other than a layout op or a kernel
+/// (an extern call, the return) after fusion: a remap that came from an ATen
+/// view becomes that view again (zero-copy); others are materialized by a
+/// copy kernel named `k<counter>`.
+void materializeLayoutOps(mlir::func::FuncOp fn, unsigned &counter);
 
 /// Row-major strides of `shape`.
 llvm::SmallVector<int64_t> contiguousStrides(llvm::ArrayRef<int64_t> shape);

@@ -51,7 +51,12 @@ namespace {
 class Importer {
 public:
   Importer(const Segment &seg, OpBuilder &b, std::string &error)
-      : seg(seg), b(b), error(error), loc(b.getUnknownLoc()) {}
+      : seg(seg), b(b), error(error), loc(b.getUnknownLoc()) {
+    // A segment that writes through a buffer keeps every view a real ATen
+    // alias, so the writes stay visible where the program expects them.
+    viewsAsRemaps = std::none_of(seg.nodes.begin(), seg.nodes.end(),
+                                 [](const SegmentNode &n) { return n.mutates; });
+  }
 
   LogicalResult importNode(const SegmentNode &node);
   DenseMap<int, Value> values;
@@ -71,6 +76,11 @@ private:
   /// Pointwise ops built from several tg ops (comparisons, where, clamp,
   /// silu, softplus, ...); false when the node has another form.
   bool importComposite(const SegmentNode &node);
+  /// ATen view ops (and flip) as tg.remap; false for other forms.
+  bool importLayout(const SegmentNode &node);
+  Value remap(Value x, RankedTensorType to, AffineMap map);
+  /// split / split_with_sizes / unbind: one slice or select remap per part.
+  bool importSplit(const SegmentNode &node);
   Type computeTypeOf(ArrayRef<const ArgValue *> args);
   Value reduce(Value x, StringRef kind, int64_t count);
   Value bcast(Value v, RankedTensorType to);
@@ -84,6 +94,7 @@ private:
   OpBuilder &b;
   std::string &error;
   Location loc;
+  bool viewsAsRemaps = true;
 };
 
 } // namespace
@@ -167,6 +178,30 @@ pointwiseTable() {
       {"aten::sin", {1, simple<tg::SinOp>()}},
       {"aten::cos", {1, simple<tg::CosOp>()}},
       {"aten::pow.Tensor_Tensor", {2, simple<tg::PowOp>()}},
+      {"aten::floor", {1, simple<tg::FloorOp>()}},
+      {"aten::ceil", {1, simple<tg::CeilOp>()}},
+      {"aten::round", {1, simple<tg::RoundOp>()}},
+      {"aten::trunc", {1, simple<tg::TruncOp>()}},
+      {"aten::fmod.Tensor", {2, simple<tg::RemOp>()}},
+      {"aten::fmod.Scalar", {2, simple<tg::RemOp>()}},
+      {"aten::bitwise_and.Tensor", {2, simple<tg::AndOp>()}},
+      {"aten::bitwise_and.Scalar", {2, simple<tg::AndOp>()}},
+      {"aten::bitwise_or.Tensor", {2, simple<tg::OrOp>()}},
+      {"aten::bitwise_or.Scalar", {2, simple<tg::OrOp>()}},
+      {"aten::bitwise_xor.Tensor", {2, simple<tg::XorOp>()}},
+      {"aten::bitwise_xor.Scalar", {2, simple<tg::XorOp>()}},
+      {"aten::bitwise_left_shift.Tensor", {2, simple<tg::ShlOp>()}},
+      {"aten::bitwise_left_shift.Tensor_Scalar", {2, simple<tg::ShlOp>()}},
+      {"aten::bitwise_right_shift.Tensor", {2, simple<tg::ShrOp>()}},
+      {"aten::bitwise_right_shift.Tensor_Scalar", {2, simple<tg::ShrOp>()}},
+      {"aten::__lshift__.Tensor", {2, simple<tg::ShlOp>()}},
+      {"aten::__lshift__.Scalar", {2, simple<tg::ShlOp>()}},
+      {"aten::__rshift__.Tensor", {2, simple<tg::ShrOp>()}},
+      {"aten::__rshift__.Scalar", {2, simple<tg::ShrOp>()}},
+      // logical_*: operands cast to the bool result first (x != 0).
+      {"aten::logical_and", {2, simple<tg::AndOp>()}},
+      {"aten::logical_or", {2, simple<tg::OrOp>()}},
+      {"aten::logical_xor", {2, simple<tg::XorOp>()}},
       {"aten::gelu",
        {1,
         [](OpBuilder &b, Location loc, RankedTensorType t, ValueRange v,
@@ -295,14 +330,215 @@ static bool computable(const Segment &seg, const SegmentNode &node) {
   return !node.mutates;
 }
 
+/// Pointwise-table ops whose tg op is float-only: integer forms stay ATen
+/// calls (integer fmod raises on a zero divisor, which a kernel cannot).
+static bool floatOnlyEntry(const std::string &q) {
+  return q == "aten::floor" || q == "aten::ceil" || q == "aten::round" ||
+         q == "aten::trunc" || q == "aten::fmod.Tensor" || q == "aten::fmod.Scalar";
+}
+
 LogicalResult Importer::importNode(const SegmentNode &node) {
   if (!computable(seg, node))
     return importExtern(node);
+  if (floatOnlyEntry(qualified(node)) && !isa<FloatType>(typeOf(node.outputs[0]).getElementType()))
+    return importExtern(node);
   if (pointwiseTable().count(qualified(node)) && node.outputs.size() == 1)
     return importPointwise(node);
-  if (importRowOp(node) || importComposite(node))
+  if (importLayout(node) || importRowOp(node) || importComposite(node))
     return success();
   return importExtern(node);
+}
+
+//===----------------------------------------------------------------------===//
+// Layout ops
+//===----------------------------------------------------------------------===//
+
+/// The map of a row-major reshape from `in` to `out` (equal numel): dims
+/// are grouped where their products meet, so splitting or merging dims
+/// costs a multiply or a floordiv/mod inside its group only.
+static AffineMap reshapeMap(ArrayRef<int64_t> in, ArrayRef<int64_t> out, MLIRContext *ctx) {
+  SmallVector<AffineExpr> exprs(in.size(), getAffineConstantExpr(0, ctx));
+  int64_t numel = 1;
+  for (int64_t s : in)
+    numel *= s;
+  if (numel == 0)
+    return AffineMap::get(out.size(), 0, exprs, ctx);
+  size_t i = 0, j = 0;
+  while (i < in.size() || j < out.size()) {
+    // One group: the shortest runs of dims with equal products.
+    size_t i0 = i, j0 = j;
+    int64_t pi = 1, po = 1;
+    do {
+      if (pi <= po && i < in.size())
+        pi *= in[i++];
+      else if (j < out.size())
+        po *= out[j++];
+      else
+        pi *= in[i++];
+    } while (pi != po || (i < in.size() && in[i] == 1 && j == out.size()) ||
+             (j < out.size() && out[j] == 1 && i == in.size()));
+    AffineExpr linear = getAffineConstantExpr(0, ctx);
+    int64_t suffix = 1;
+    for (size_t d = j; d-- > j0;) {
+      if (out[d] != 1)
+        linear = linear + getAffineDimExpr(d, ctx) * suffix;
+      suffix *= out[d];
+    }
+    suffix = 1;
+    for (size_t d = i; d-- > i0;) {
+      if (in[d] != 1) {
+        AffineExpr e = suffix == 1 ? linear : linear.floorDiv(suffix);
+        bool first = true; // the outermost non-1 dim needs no mod
+        for (size_t k = i0; k < d; ++k)
+          first &= in[k] == 1;
+        exprs[d] = first ? e : e % in[d];
+      }
+      suffix *= in[d];
+    }
+  }
+  return AffineMap::get(out.size(), 0, exprs, ctx);
+}
+
+Value Importer::remap(Value x, RankedTensorType to, AffineMap map) {
+  return b.create<tg::RemapOp>(loc, to, x, AffineMapAttr::get(map), StringAttr(), ArrayAttr());
+}
+
+bool Importer::importSplit(const SegmentNode &node) {
+  MLIRContext *ctx = b.getContext();
+  Value x = values.lookup(node.args[0].tensors[0]);
+  auto in = cast<RankedTensorType>(x.getType());
+  int64_t rank = in.getRank();
+  if (rank == 0)
+    return false;
+  bool unbind = node.op == "aten::unbind";
+  int64_t d = node.args.size() > (unbind ? 1u : 2u) ? node.args[unbind ? 1 : 2].i : 0;
+  d = d < 0 ? d + rank : d;
+  int64_t start = 0;
+  for (int id : node.outputs) {
+    RankedTensorType out = typeOf(id);
+    SmallVector<AffineExpr> exprs;
+    SmallVector<Attribute> args{tg::OperandRefAttr::get(ctx, 0), b.getI64IntegerAttr(d)};
+    for (int64_t k = 0; k < rank; ++k) {
+      if (unbind)
+        exprs.push_back(k == d ? getAffineConstantExpr(start, ctx)
+                               : getAffineDimExpr(k < d ? k : k - 1, ctx));
+      else
+        exprs.push_back(k == d ? getAffineDimExpr(k, ctx) + start : getAffineDimExpr(k, ctx));
+    }
+    int64_t length = unbind ? 1 : out.getDimSize(d);
+    if (unbind)
+      args.push_back(b.getI64IntegerAttr(start));
+    else
+      args.append({b.getI64IntegerAttr(start), b.getI64IntegerAttr(start + length),
+                   b.getI64IntegerAttr(1)});
+    auto op = b.create<tg::RemapOp>(
+        loc, out, x, AffineMapAttr::get(AffineMap::get(out.getRank(), 0, exprs, ctx)),
+        b.getStringAttr(unbind ? "aten::select.int" : "aten::slice.Tensor"), b.getArrayAttr(args));
+    setStrides(op, id);
+    values[id] = op.getResult();
+    start += length;
+  }
+  return true;
+}
+
+bool Importer::importLayout(const SegmentNode &node) {
+  static const std::set<std::string> views = {
+      "aten::view", "aten::_unsafe_view", "aten::reshape", "aten::_reshape_alias", "aten::alias",
+      "aten::unsqueeze", "aten::squeeze", "aten::squeeze.dim", "aten::squeeze.dims",
+      "aten::permute", "aten::transpose.int", "aten::t", "aten::expand",
+      "aten::slice.Tensor", "aten::select.int", "aten::flip", "aten::clone"};
+  std::string q = qualified(node);
+  if (node.args.empty() || node.args[0].kind != ArgValue::Tensor)
+    return false;
+  if ((q == "aten::split.Tensor" || q == "aten::split_with_sizes" || q == "aten::unbind.int") &&
+      viewsAsRemaps)
+    return importSplit(node);
+  if (!views.count(q) || node.outputs.size() != 1)
+    return false;
+  // flip and clone copy: with no ATen view to fall back to, a remap of
+  // theirs that no kernel absorbs is materialized by a copy kernel.
+  bool isView = q != "aten::flip" && q != "aten::clone";
+  if (q == "aten::clone" && !viewsAsRemaps)
+    return false;
+  if (isView && !viewsAsRemaps)
+    return false;
+  MLIRContext *ctx = b.getContext();
+  Value x = values.lookup(node.args[0].tensors[0]);
+  auto in = cast<RankedTensorType>(x.getType());
+  RankedTensorType out = typeOf(node.outputs[0]);
+  if (in.getElementType() != out.getElementType())
+    return false;
+  ArrayRef<int64_t> is = in.getShape(), os = out.getShape();
+  int64_t rank = is.size();
+  auto norm = [&](int64_t d, int64_t r) { return d < 0 ? d + r : d; };
+  auto dim = [&](unsigned d) { return getAffineDimExpr(d, ctx); };
+  SmallVector<AffineExpr> exprs;
+  if (q == "aten::permute" || q == "aten::transpose.int" || q == "aten::t") {
+    SmallVector<int64_t> perm;
+    for (int64_t d = 0; d < rank; ++d)
+      perm.push_back(d);
+    if (q == "aten::permute") {
+      for (int64_t d = 0; d < rank; ++d)
+        perm[d] = norm(node.args[1].ints[d], rank);
+    } else if (rank == 2) {
+      int64_t a = q == "aten::t" ? 0 : norm(node.args[1].i, rank);
+      int64_t c = q == "aten::t" ? 1 : norm(node.args[2].i, rank);
+      std::swap(perm[a], perm[c]);
+    } else if (q == "aten::transpose.int" && rank > 0) {
+      std::swap(perm[norm(node.args[1].i, rank)], perm[norm(node.args[2].i, rank)]);
+    }
+    exprs.assign(rank, getAffineConstantExpr(0, ctx));
+    for (int64_t d = 0; d < rank; ++d)
+      exprs[perm[d]] = dim(d);
+  } else if (q == "aten::expand") {
+    int64_t lead = os.size() - rank;
+    for (int64_t k = 0; k < rank; ++k)
+      exprs.push_back(is[k] == 1 && os[lead + k] != 1 ? getAffineConstantExpr(0, ctx)
+                                                      : dim(lead + k));
+  } else if (q == "aten::slice.Tensor") {
+    int64_t d = norm(node.args[1].i, rank);
+    int64_t start = node.args[2].kind == ArgValue::Int ? node.args[2].i : 0;
+    int64_t step = node.args.size() > 4 ? node.args[4].i : 1;
+    start = std::clamp<int64_t>(start < 0 ? start + is[d] : start, 0, is[d]);
+    for (int64_t k = 0; k < rank; ++k)
+      exprs.push_back(k == d ? dim(k) * step + start : dim(k));
+  } else if (q == "aten::select.int") {
+    int64_t d = norm(node.args[1].i, rank);
+    int64_t index = norm(node.args[2].i, is[d]);
+    for (int64_t k = 0; k < rank; ++k)
+      exprs.push_back(k == d ? getAffineConstantExpr(index, ctx) : dim(k < d ? k : k - 1));
+  } else if (q == "aten::flip") {
+    std::set<int64_t> flipped;
+    for (int64_t d : node.args[1].ints)
+      flipped.insert(norm(d, rank));
+    for (int64_t k = 0; k < rank; ++k)
+      exprs.push_back(flipped.count(k) && is[k] > 1 ? (is[k] - 1) - dim(k) : dim(k));
+  } else {
+    // view, reshape, squeeze, unsqueeze, alias, clone: row-major order is kept.
+    AffineMap m = reshapeMap(is, os, ctx);
+    exprs.assign(m.getResults().begin(), m.getResults().end());
+  }
+  AffineMap map = AffineMap::get(os.size(), 0, exprs, ctx);
+  StringAttr callee;
+  ArrayAttr viewArgs;
+  if (isView) {
+    SmallVector<Value> ins;
+    SmallVector<Attribute> args;
+    for (const ArgValue &a : node.args) {
+      auto attr = externArg(a, ins);
+      if (failed(attr))
+        return false;
+      args.push_back(*attr);
+    }
+    if (ins.size() != 1)
+      return false;
+    callee = b.getStringAttr(q);
+    viewArgs = b.getArrayAttr(args);
+  }
+  auto op = b.create<tg::RemapOp>(loc, out, x, AffineMapAttr::get(map), callee, viewArgs);
+  setStrides(op, node.outputs[0]);
+  values[node.outputs[0]] = op.getResult();
+  return true;
 }
 
 //===----------------------------------------------------------------------===//
@@ -456,6 +692,27 @@ bool Importer::importComposite(const SegmentNode &node) {
     Value x = as(node.args[0], elt), m = as(node.args[1], b.getI1Type());
     Value v = as(node.args[2], elt);
     return x && m && v && done(b.create<tg::SelectOp>(loc, out, m, v, x));
+  }
+  if (q == "aten::bitwise_not" && !isa<FloatType>(elt)) {
+    Value x = as(node.args[0], elt);
+    Value ones = elt.isInteger(1) ? scalar(1, out) : scalar(-1, out);
+    if (elt.isInteger(1)) {
+      auto t = RankedTensorType::get({}, elt);
+      ones = bcast(b.create<tg::ConstantOp>(loc, DenseElementsAttr::get(t, b.getBoolAttr(true))), out);
+    }
+    return x && done(b.create<tg::XorOp>(loc, out, x, ones));
+  }
+  if ((q == "aten::remainder.Tensor" || q == "aten::remainder.Scalar") && isa<FloatType>(elt)) {
+    // Python's modulo: fmod, moved into the divisor's sign when nonzero.
+    Value a = as(node.args[0], elt), d = as(node.args[1], elt);
+    if (!a || !d)
+      return false;
+    Value zero = scalar(0, out);
+    Value m = b.create<tg::RemOp>(loc, out, a, d);
+    Value fix = b.create<tg::AndOp>(
+        loc, RankedTensorType::get(out.getShape(), b.getI1Type()), cmp(m, zero, "ne"),
+        cmp(cmp(m, zero, "lt"), cmp(d, zero, "lt"), "ne"));
+    return done(b.create<tg::SelectOp>(loc, out, fix, b.create<tg::AddOp>(loc, out, m, d), m));
   }
   if (q == "aten::logical_not") {
     Type t = computeTypeOf({&node.args[0]});

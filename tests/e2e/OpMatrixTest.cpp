@@ -6,6 +6,7 @@
 #include <torch/torch.h>
 
 #include <functional>
+#include <set>
 
 namespace {
 
@@ -16,6 +17,10 @@ struct OpCase {
   Fn fn;
   bool floatOnly = true;
   bool positive = false; ///< inputs must be positive (log, sqrt, pow)
+  bool intOnly = false;  ///< integer and bool types only (bitwise ops)
+  /// Tolerance for float16/bfloat16 results: one rounding of the result is
+  /// 2^-8 relative; discontinuous ops (fmod) may round to the other side.
+  double halfTol = 1e-2;
 };
 
 std::vector<OpCase> cases() {
@@ -46,6 +51,24 @@ std::vector<OpCase> cases() {
       {"compare_scalar", [](auto a, auto) { return (a >= 0.25).to(a.scalar_type()) + (a != a); }, false},
       {"masked_fill", [](auto a, auto b) { return a.masked_fill(b < 0, 7); }, false},
       {"cast", [](auto a, auto) { return a.to(torch::kInt).to(torch::kFloat) * 0.5; }},
+      {"rounding", [](auto a, auto b) {
+         return a.floor() + a.ceil() * 3 + (a * 2.5).round() + a.trunc() * 5;
+       }},
+      {"fmod_remainder", [](auto a, auto b) {
+         // Integral divisors: exact in every float type, so fmod's jumps do not
+         // depend on where an intermediate was rounded.
+         auto d = b.abs().round() + 1;
+         return torch::fmod(a * 3, d) + torch::remainder(a * 3, -d) * 2 + torch::remainder(a, 0.75);
+       }},
+      {"logical", [](auto a, auto b) {
+         return torch::logical_and(a, b) ^ torch::logical_or(a > 0, b) ^ torch::logical_xor(a, b < 1) ^ torch::logical_not(a);
+       }, false},
+      {"bitwise", [](auto a, auto b) { return (a & b) | (a ^ 5) | (~b & 12); }, false, false, true},
+      {"shifts", [](auto a, auto b) {
+         // Shift amounts up to 40 include ones past int32's width (ATen: 0, or the sign).
+         auto s = b.abs() * 2;
+         return torch::bitwise_left_shift(a, s) + torch::bitwise_right_shift(a, s) + torch::bitwise_left_shift(a, 3);
+       }, false, false, true},
   };
 }
 
@@ -57,6 +80,8 @@ struct Layout {
 torch::Tensor rnd(std::vector<int64_t> shape, torch::ScalarType dt) {
   if (at::isFloatingType(dt))
     return (torch::randn(shape) * 2).to(dt);
+  if (dt == torch::kBool)
+    return torch::randint(0, 2, shape).to(dt);
   return torch::randint(-20, 20, shape).to(dt);
 }
 
@@ -94,9 +119,11 @@ TEST_P(OpMatrix, MatchesEagerWithKernelsOnly) {
                               : op.fn(a, b);
     ASSERT_EQ(got.sizes(), want.sizes());
     ASSERT_EQ(got.scalar_type(), want.scalar_type());
-    double tol = half ? 1e-2 : dtype == torch::kDouble ? 1e-10 : 1e-5;
+    double tol = half ? op.halfTol : dtype == torch::kDouble ? 1e-10 : 1e-5;
     EXPECT_TRUE(torch::allclose(got.to(torch::kDouble), want.to(torch::kDouble), tol, tol, true))
-        << "max error " << (got.to(torch::kDouble) - want.to(torch::kDouble)).abs().max().item<double>();
+        << "max error " << (got.to(torch::kDouble) - want.to(torch::kDouble)).abs().max().item<double>()
+        << " at got " << got.flatten()[(got.to(torch::kDouble) - want.to(torch::kDouble)).abs().flatten().argmax()].item<double>()
+        << " want " << want.flatten()[(got.to(torch::kDouble) - want.to(torch::kDouble)).abs().flatten().argmax()].item<double>();
     tgc::Stats s = tgc::stats();
     EXPECT_EQ(s.eager_fallbacks, 0);
     EXPECT_EQ(s.extern_calls, 0) << "an op was not lowered by tg";
@@ -108,14 +135,23 @@ std::string caseName(const ::testing::TestParamInfo<OpMatrix::ParamType> &info) 
   return cases()[std::get<0>(info.param)].name + "_" + c10::toString(std::get<1>(info.param));
 }
 
+/// The cases ATen defines for bool tensors.
+const std::set<std::string> &boolCases() {
+  static const std::set<std::string> names = {"logical", "bitwise", "compare_where",
+                                              "compare_scalar", "masked_fill", "maximum"};
+  return names;
+}
+
 /// Every op with every dtype it is defined for (float-only ops get the four
 /// float types; the others the integer types too).
 std::vector<std::tuple<int, torch::ScalarType>> matrix() {
   std::vector<std::tuple<int, torch::ScalarType>> out;
   for (int i = 0; i < (int)cases().size(); ++i)
     for (auto dt : {torch::kFloat, torch::kDouble, torch::kBFloat16, torch::kHalf, torch::kLong,
-                    torch::kInt})
-      if (!cases()[i].floatOnly || at::isFloatingType(dt))
+                    torch::kInt, torch::kBool})
+      if ((!cases()[i].floatOnly || at::isFloatingType(dt)) &&
+          (!cases()[i].intOnly || !at::isFloatingType(dt)) &&
+          (dt != torch::kBool || boolCases().count(cases()[i].name)))
         out.emplace_back(i, dt);
   return out;
 }

@@ -28,10 +28,14 @@ static bool isFloatOp(Operation *op) {
 /// integer inputs of `div`, `exp` etc. to the default float type first).
 static bool isFloatOnly(Operation *op) {
   return isa<DivOp, ExpOp, LogOp, TanhOp, SigmoidOp, SqrtOp, RsqrtOp, ErfOp,
-             GeluOp, Log1pOp, Expm1Op, SinOp, CosOp, PowOp>(op);
+             GeluOp, Log1pOp, Expm1Op, SinOp, CosOp, PowOp, FloorOp, CeilOp, RoundOp,
+             TruncOp, RemOp>(op);
 }
 
 static LogicalResult verifyPointwise(Operation *op) {
+  if (isa<AndOp, OrOp, XorOp, ShlOp, ShrOp>(op) && isFloatOp(op))
+    return op->emitOpError("requires an integer or i1 element type, got ")
+           << elementTypeOf(op->getResult(0));
   if (isFloatOnly(op) && !isFloatOp(op))
     return op->emitOpError("requires a floating-point element type, got ")
            << elementTypeOf(op->getResult(0));
@@ -75,6 +79,16 @@ TG_POINTWISE_VERIFY(Expm1Op)
 TG_POINTWISE_VERIFY(SinOp)
 TG_POINTWISE_VERIFY(CosOp)
 TG_POINTWISE_VERIFY(PowOp)
+TG_POINTWISE_VERIFY(FloorOp)
+TG_POINTWISE_VERIFY(CeilOp)
+TG_POINTWISE_VERIFY(RoundOp)
+TG_POINTWISE_VERIFY(TruncOp)
+TG_POINTWISE_VERIFY(RemOp)
+TG_POINTWISE_VERIFY(AndOp)
+TG_POINTWISE_VERIFY(OrOp)
+TG_POINTWISE_VERIFY(XorOp)
+TG_POINTWISE_VERIFY(ShlOp)
+TG_POINTWISE_VERIFY(ShrOp)
 #undef TG_POINTWISE_VERIFY
 
 LogicalResult GeluOp::verify() {
@@ -110,6 +124,60 @@ Value MulOp::buildScalar(OpBuilder &b, Location loc, ValueRange v) {
   if (t.isInteger(1))
     return b.create<arith::AndIOp>(loc, v[0], v[1]);
   return b.create<arith::MulIOp>(loc, v[0], v[1]);
+}
+
+Value FloorOp::buildScalar(OpBuilder &b, Location loc, ValueRange v) {
+  return b.create<math::FloorOp>(loc, v[0]);
+}
+Value CeilOp::buildScalar(OpBuilder &b, Location loc, ValueRange v) {
+  return b.create<math::CeilOp>(loc, v[0]);
+}
+Value RoundOp::buildScalar(OpBuilder &b, Location loc, ValueRange v) {
+  return b.create<math::RoundEvenOp>(loc, v[0]);
+}
+Value TruncOp::buildScalar(OpBuilder &b, Location loc, ValueRange v) {
+  return b.create<math::TruncOp>(loc, v[0]);
+}
+Value RemOp::buildScalar(OpBuilder &b, Location loc, ValueRange v) {
+  return b.create<arith::RemFOp>(loc, v[0], v[1]);
+}
+Value AndOp::buildScalar(OpBuilder &b, Location loc, ValueRange v) {
+  return b.create<arith::AndIOp>(loc, v[0], v[1]);
+}
+Value OrOp::buildScalar(OpBuilder &b, Location loc, ValueRange v) {
+  return b.create<arith::OrIOp>(loc, v[0], v[1]);
+}
+Value XorOp::buildScalar(OpBuilder &b, Location loc, ValueRange v) {
+  return b.create<arith::XOrIOp>(loc, v[0], v[1]);
+}
+
+/// Whether shift amount `s` is in [0, bit width).
+static Value shiftInRange(OpBuilder &b, Location loc, Value s) {
+  Type t = s.getType();
+  Value zero = b.create<arith::ConstantOp>(loc, t, b.getIntegerAttr(t, 0));
+  Value width = b.create<arith::ConstantOp>(loc, t, b.getIntegerAttr(t, t.getIntOrFloatBitWidth()));
+  return b.create<arith::AndIOp>(
+      loc, b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::sge, s, zero),
+      b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::slt, s, width));
+}
+
+Value ShlOp::buildScalar(OpBuilder &b, Location loc, ValueRange v) {
+  Type t = v[0].getType();
+  Value zero = b.create<arith::ConstantOp>(loc, t, b.getIntegerAttr(t, 0));
+  Value ok = shiftInRange(b, loc, v[1]);
+  Value amount = b.create<arith::SelectOp>(loc, ok, v[1], zero);
+  return b.create<arith::SelectOp>(loc, ok, b.create<arith::ShLIOp>(loc, v[0], amount), zero);
+}
+
+Value ShrOp::buildScalar(OpBuilder &b, Location loc, ValueRange v) {
+  Type t = v[0].getType();
+  Value zero = b.create<arith::ConstantOp>(loc, t, b.getIntegerAttr(t, 0));
+  Value top = b.create<arith::ConstantOp>(loc, t, b.getIntegerAttr(t, t.getIntOrFloatBitWidth() - 1));
+  // Out of range: all sign bits, as a shift by width - 1 gives.
+  Value amount = b.create<arith::SelectOp>(loc, shiftInRange(b, loc, v[1]), v[1], top);
+  Value negative = b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::slt, v[1], zero);
+  amount = b.create<arith::SelectOp>(loc, negative, top, amount);
+  return b.create<arith::ShRSIOp>(loc, v[0], amount);
 }
 
 Value DivOp::buildScalar(OpBuilder &b, Location loc, ValueRange v) {
@@ -345,6 +413,80 @@ OpFoldResult BroadcastOp::fold(FoldAdaptor) {
     getInputMutable().assign(inner.getInput());
     return getResult();
   }
+  return {};
+}
+
+//===----------------------------------------------------------------------===//
+// RemapOp
+//===----------------------------------------------------------------------===//
+
+/// Value of `e` at `point`; nullopt on a division by a non-positive constant.
+static std::optional<int64_t> evalIndex(AffineExpr e, ArrayRef<int64_t> point) {
+  if (auto d = dyn_cast<AffineDimExpr>(e))
+    return point[d.getPosition()];
+  if (auto c = dyn_cast<AffineConstantExpr>(e))
+    return c.getValue();
+  auto bin = dyn_cast<AffineBinaryOpExpr>(e);
+  if (!bin)
+    return std::nullopt;
+  auto l = evalIndex(bin.getLHS(), point), r = evalIndex(bin.getRHS(), point);
+  if (!l || !r)
+    return std::nullopt;
+  switch (e.getKind()) {
+  case AffineExprKind::Add: return *l + *r;
+  case AffineExprKind::Mul: return *l * *r;
+  case AffineExprKind::FloorDiv:
+  case AffineExprKind::Mod:
+  case AffineExprKind::CeilDiv:
+    if (*r <= 0)
+      return std::nullopt;
+    if (e.getKind() == AffineExprKind::Mod)
+      return ((*l % *r) + *r) % *r;
+    if (e.getKind() == AffineExprKind::CeilDiv)
+      return (*l + *r - 1) / *r;
+    return *l >= 0 ? *l / *r : -((-*l + *r - 1) / *r);
+  default: return std::nullopt;
+  }
+}
+
+LogicalResult RemapOp::verify() {
+  auto in = cast<RankedTensorType>(getInput().getType());
+  auto out = cast<RankedTensorType>(getResult().getType());
+  AffineMap map = getMap();
+  if (in.getElementType() != out.getElementType())
+    return emitOpError("element types differ: ")
+           << in.getElementType() << " vs " << out.getElementType();
+  if (map.getNumSymbols() != 0 || map.getNumDims() != out.getRank() ||
+      map.getNumResults() != in.getRank())
+    return emitOpError("map ") << AffineMapAttr::get(map) << " must take " << out.getRank()
+                               << " result dims to " << in.getRank() << " input dims";
+  if (out.getNumElements() == 0)
+    return success();
+  if (in.getNumElements() == 0)
+    return emitOpError("reads elements of an empty input");
+  // Every corner of the result's index box must land inside the input. The
+  // maps import builds are monotone or mod-bounded in each dim, so the
+  // corners bound every index.
+  int64_t rank = out.getRank();
+  for (int64_t corner = 0; corner < (int64_t(1) << std::min<int64_t>(rank, 16)); ++corner) {
+    SmallVector<int64_t> point;
+    for (int64_t d = 0; d < rank; ++d)
+      point.push_back((corner >> d) & 1 ? out.getDimSize(d) - 1 : 0);
+    for (auto [k, e] : llvm::enumerate(map.getResults())) {
+      auto v = evalIndex(e, point);
+      if (!v || *v < 0 || *v >= in.getDimSize(k))
+        return emitOpError("map result ") << k << " leaves [0, "
+                                          << in.getDimSize(k) << ") at a corner of the result";
+    }
+  }
+  return success();
+}
+
+OpFoldResult RemapOp::fold(FoldAdaptor) {
+  // An identity view is its input; an identity copy (clone) is not, since a
+  // returned clone must not alias the input.
+  if (getCallee() && getInput().getType() == getType() && getMap().isIdentity())
+    return getInput();
   return {};
 }
 

@@ -126,7 +126,20 @@ def TG_DivOp : TG_BinaryOp<"div", "true division">;
 def TG_MaximumOp : TG_BinaryOp<"maximum", "the maximum (NaN-propagating)">;
 def TG_MinimumOp : TG_BinaryOp<"minimum", "the minimum (NaN-propagating)">;
 
+def TG_AndOp : TG_BinaryOp<"and", "bitwise and (logical and on i1); integers only">;
+def TG_OrOp : TG_BinaryOp<"or", "bitwise or (logical or on i1); integers only">;
+def TG_XorOp : TG_BinaryOp<"xor", "bitwise exclusive or (logical xor on i1); integers only">;
+def TG_ShlOp : TG_BinaryOp<"shl",
+    "lhs shifted left by rhs bits, 0 when rhs is negative or at least the bit width (ATen's rule); integers only">;
+def TG_ShrOp : TG_BinaryOp<"shr",
+    "lhs shifted right arithmetically by rhs bits, saturating to the sign when rhs is out of range (ATen's rule); integers only">;
+
 def TG_NegOp : TG_UnaryOp<"neg", "the negation">;
+def TG_FloorOp : TG_UnaryOp<"floor", "the largest integral value not above x">;
+def TG_CeilOp : TG_UnaryOp<"ceil", "the smallest integral value not below x">;
+def TG_RoundOp : TG_UnaryOp<"round", "the nearest integral value, ties to even (ATen's round)">;
+def TG_TruncOp : TG_UnaryOp<"trunc", "the integral part, rounding toward zero">;
+def TG_RemOp : TG_BinaryOp<"rem", "the C fmod remainder (sign of lhs); floats only">;
 def TG_ReluOp : TG_UnaryOp<"relu", "max(x, 0) (NaN-propagating)">;
 def TG_ExpOp : TG_UnaryOp<"exp", "the exponential">;
 def TG_LogOp : TG_UnaryOp<"log", "the natural logarithm">;
@@ -253,6 +266,39 @@ def TG_BroadcastOp : TG_Op<"broadcast", [Pure]> {
     /// The affine map from result indices to input indices (broadcast
     /// dimensions read index 0).
     ::mlir::AffineMap getInputMap();
+  }];
+}
+
+def TG_RemapOp : TG_Op<"remap", [Pure]> {
+  let summary = "a layout op: each result element is an input element picked by an affine map";
+  let description = [{
+    `result[i] = input[map(i)]`: `map` takes a result index (one dim per
+    result dimension) to an input index (one expression per input
+    dimension). It expresses permute/transpose, slice (`d * step + start`),
+    select (a constant), flip (`n - 1 - d`), squeeze/unsqueeze and reshape
+    (`floordiv`/`mod` where dimensions merge) without moving data: fusion
+    composes the map into the indexing of the kernels that read the result.
+    Every expression is non-negative and in bounds for every result index,
+    so generated code may use C division for `floordiv`.
+
+    When the op came from an ATen view op, `callee` and `view_args` (in
+    `tg.extern`'s argument encoding, the input being `#tg.operand<0>`) keep
+    it: a remap that no kernel absorbs becomes that zero-copy ATen view again.
+
+    ```mlir
+    %t = tg.remap %x {map = affine_map<(d0, d1) -> (d1, d0)>}
+           : tensor<4x8xf32> -> tensor<8x4xf32>
+    ```
+  }];
+  let arguments = (ins TG_StaticTensor:$input, AffineMapAttr:$map,
+                       OptionalAttr<StrAttr>:$callee, OptionalAttr<ArrayAttr>:$view_args);
+  let results = (outs TG_StaticTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+  let hasFolder = 1;
+  let extraClassDeclaration = [{
+    /// The affine map from result indices to input indices.
+    ::mlir::AffineMap getInputMap() { return getMap(); }
   }];
 }
 

@@ -74,3 +74,22 @@ func.func @strided(%a: tensor<4x4xf32> {tg.strides = array<i64: 1, 4>}) -> tenso
   %r = tg.relu %a : tensor<4x4xf32>
   return %r : tensor<4x4xf32>
 }
+
+// -----
+
+// Tests that a transpose and a slice feeding a pointwise op are absorbed into
+// the kernel's indexing map (no copy), while a view an extern call reads
+// becomes that ATen view again.
+// CHECK-DAG: #[[TS:.*]] = affine_map<(d0, d1) -> (d1 * 2 + 1, d0)>
+// CHECK-LABEL: func.func @through_remaps
+// CHECK: %[[V:.*]] = tg.extern "aten::t"(%arg0) {args = [#tg.operand<0>], result_strides = [array<i64: 1, 4>]}
+// CHECK: tg.extern "aten::mm"(%[[V]], %arg0)
+// CHECK: tgk.kernel "k0" ins(%arg0 : tensor<8x4xf32>) {indexing_maps = [#[[TS]]]
+// CHECK-NOT: tg.remap
+func.func @through_remaps(%a: tensor<8x4xf32>) -> (tensor<4x4xf32>, tensor<4x4xf32>) {
+  %t = tg.remap %a {callee = "aten::t", map = affine_map<(d0, d1) -> (d1, d0)>, tg.strides = array<i64: 1, 4>, view_args = [#tg.operand<0>]} : tensor<8x4xf32> -> tensor<4x8xf32>
+  %mm = tg.extern "aten::mm"(%t, %a) {args = [#tg.operand<0>, #tg.operand<1>], result_strides = [array<i64: 4, 1>]} : (tensor<4x8xf32>, tensor<8x4xf32>) -> tensor<4x4xf32>
+  %s = tg.remap %t {map = affine_map<(d0, d1) -> (d0, d1 * 2 + 1)>} : tensor<4x8xf32> -> tensor<4x4xf32>
+  %r = tg.relu %s : tensor<4x4xf32>
+  return %mm, %r : tensor<4x4xf32>, tensor<4x4xf32>
+}

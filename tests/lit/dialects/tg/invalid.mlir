@@ -78,3 +78,21 @@ func.func @bad_compare(%a: tensor<4xf32>) -> tensor<4xi1> {
   %r = tg.compare %a, %a {predicate = "approx"} : tensor<4xf32> -> tensor<4xi1>
   return %r : tensor<4xi1>
 }
+
+// -----
+
+// Tests that a remap's map takes every result dim to every input dim.
+func.func @remap_arity(%a: tensor<4x8xf32>) -> tensor<8x4xf32> {
+  // expected-error @+1 {{must take 2 result dims to 2 input dims}}
+  %r = tg.remap %a {map = affine_map<(d0, d1) -> (d0)>} : tensor<4x8xf32> -> tensor<8x4xf32>
+  return %r : tensor<8x4xf32>
+}
+
+// -----
+
+// Tests that a remap never reads outside its input.
+func.func @remap_bounds(%a: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  // expected-error @+1 {{map result 1 leaves [0, 8) at a corner of the result}}
+  %r = tg.remap %a {map = affine_map<(d0, d1) -> (d0, d1 + 1)>} : tensor<4x8xf32> -> tensor<4x8xf32>
+  return %r : tensor<4x8xf32>
+}

@@ -49,3 +49,15 @@ func.func @more(%a: tensor<4x8xf32>, %b: tensor<4x8xf32>) -> (tensor<4x8xf32>, t
   %r = tg.reduce %p {count = 1 : i64, kind = "sum"} : tensor<4x8xf32> -> tensor<4x1xf32>
   return %p, %r : tensor<4x8xf32>, tensor<4x1xf32>
 }
+
+// -----
+
+// Tests that remaps round-trip with and without their ATen view.
+// CHECK-LABEL: func.func @remaps
+func.func @remaps(%a: tensor<4x8xf32>) -> (tensor<8x4xf32>, tensor<4x8xf32>) {
+  // CHECK: tg.remap %{{.*}} {callee = "aten::t", map = #{{.*}}, view_args = [#tg.operand<0>]} : tensor<4x8xf32> -> tensor<8x4xf32>
+  %t = tg.remap %a {callee = "aten::t", map = affine_map<(d0, d1) -> (d1, d0)>, view_args = [#tg.operand<0>]} : tensor<4x8xf32> -> tensor<8x4xf32>
+  // CHECK: tg.remap %{{.*}} {map = #{{.*}}} : tensor<4x8xf32> -> tensor<4x8xf32>
+  %f = tg.remap %a {map = affine_map<(d0, d1) -> (-d0 + 3, d1)>} : tensor<4x8xf32> -> tensor<4x8xf32>
+  return %t, %f : tensor<8x4xf32>, tensor<4x8xf32>
+}

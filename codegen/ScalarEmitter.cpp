@@ -434,8 +434,9 @@ LogicalResult RowPrinter::print(std::string &error) {
     std::string r = "red" + std::to_string(counter++);
     out += fmt::format("    {} {};\n    {{\n", computeType(t), r);
     std::string v;
-    if (kind == "sum") {
-      out += fmt::format("      {} acc = 0;\n#pragma omp simd reduction(+ : acc)\n", acc);
+    if (kind == "sum" || kind == "prod") {
+      out += fmt::format("      {} acc = {};\n#pragma omp simd reduction({} : acc)\n", acc,
+                         kind == "sum" ? 0 : 1, kind == "sum" ? "+" : "*");
     } else {
       bool max = kind == "max";
       std::string init = fp ? (max ? "-tgc_inf()" : "tgc_inf()")
@@ -450,8 +451,8 @@ LogicalResult RowPrinter::print(std::string &error) {
     if (failed(emitElementCode(p, {red.getValue()}, error)))
       return failure();
     std::string val = "(" + acc + ")(" + p.name(red.getValue()) + ")";
-    if (kind == "sum")
-      out += "      acc += " + val + ";\n    }\n";
+    if (kind == "sum" || kind == "prod")
+      out += fmt::format("      acc {}= {};\n    }}\n", kind == "sum" ? "+" : "*", val);
     else
       out += fmt::format("      const {0} x = {1};\n      nan |= x != x;\n"
                          "      acc = x {2} acc ? x : acc;\n    }}\n      if (nan) acc = ({0})tgc_nan();\n",

@@ -8,6 +8,30 @@ include "mlir/Pass/PassBase.td"
 // Fusion
 //===----------------------------------------------------------------------===//
 
+def PushRemaps : Pass<"tg-push-remaps", "::mlir::func::FuncOp"> {
+  let summary = "Move `tg.remap` ops above the pointwise op they read, onto its operands";
+  let description = [{
+    A layout op that import made to bring a reduction's dims last (one with
+    no ATen `callee`), applied to a pointwise result, is applied to the
+    pointwise op's operands instead when it is that result's only use:
+
+    ```
+    %m = tg.mul %a, %b : tensor<4x8xf32>
+    %t = tg.remap %m {map = (d0, d1) -> (d1, d0)} : tensor<4x8xf32> -> tensor<8x4xf32>
+      =>
+    %ta = tg.remap %a {map = ...}; %tb = tg.remap %b {map = ...}
+    %t = tg.mul %ta, %tb : tensor<8x4xf32>
+    ```
+
+    The pointwise op then lives in its consumer's index space, so a
+    reduction over non-trailing dims (which reads its input through a
+    permuting remap) fuses with its producers into one row kernel, and a
+    pointwise chain read through a transpose fuses with its reader. Nothing
+    is computed twice: the op had no other use. The new remaps have no ATen
+    view to fall back to; fusion absorbs them into kernel index maps.
+  }];
+}
+
 def FusePointwise : Pass<"tg-fuse-pointwise", "::mlir::func::FuncOp"> {
   let summary = "Fuse chains of pointwise `tg` ops and their broadcasts into `tgk.kernel`s";
   let description = [{

@@ -5,6 +5,7 @@
 #include "mlir/IR/Builders.h"
 
 #include <algorithm>
+#include <cmath>
 #include <functional>
 #include <map>
 #include <set>
@@ -45,6 +46,8 @@ DType dtypeOf(Type t) {
   }
 }
 
+static AffineMap reshapeMap(ArrayRef<int64_t> in, ArrayRef<int64_t> out, MLIRContext *ctx);
+
 namespace {
 
 /// Builds the body of one segment function.
@@ -83,6 +86,12 @@ private:
   bool importSplit(const SegmentNode &node);
   Type computeTypeOf(ArrayRef<const ArgValue *> args);
   Value reduce(Value x, StringRef kind, int64_t count);
+  /// `x` with the dims `dims` (all when empty) moved last, in order, by a
+  /// remap when they are not already trailing; and their number.
+  std::pair<Value, int64_t> toRows(Value x, std::vector<int64_t> dims);
+  /// The number of elements in one row of `rows`' last `count` dims.
+  double rowSize(Value rows, int64_t count);
+  Value divide(Value v, double by);
   Value bcast(Value v, RankedTensorType to);
   Value scalar(double v, RankedTensorType like);
   Value castTo(Value v, Type elt);
@@ -561,6 +570,49 @@ Value Importer::reduce(Value x, StringRef kind, int64_t count) {
                                 b.getStringAttr(kind), b.getI64IntegerAttr(count));
 }
 
+std::pair<Value, int64_t> Importer::toRows(Value x, std::vector<int64_t> dims) {
+  auto t = cast<RankedTensorType>(x.getType());
+  int64_t rank = t.getRank();
+  if (dims.empty())
+    for (int64_t d = 0; d < rank; ++d)
+      dims.push_back(d);
+  for (int64_t &d : dims)
+    d = d < 0 ? d + rank : d;
+  std::sort(dims.begin(), dims.end());
+  dims.erase(std::unique(dims.begin(), dims.end()), dims.end());
+  SmallVector<int64_t> order;
+  for (int64_t d = 0; d < rank; ++d)
+    if (!std::binary_search(dims.begin(), dims.end(), d))
+      order.push_back(d);
+  order.append(dims.begin(), dims.end());
+  bool identity = true;
+  for (int64_t d = 0; d < rank; ++d)
+    identity &= order[d] == d;
+  if (identity)
+    return {x, (int64_t)dims.size()};
+  SmallVector<int64_t> shape;
+  SmallVector<AffineExpr> exprs(rank, getAffineConstantExpr(0, b.getContext()));
+  for (int64_t d = 0; d < rank; ++d) {
+    shape.push_back(t.getDimSize(order[d]));
+    exprs[order[d]] = getAffineDimExpr(d, b.getContext());
+  }
+  auto to = RankedTensorType::get(shape, t.getElementType());
+  return {remap(x, to, AffineMap::get(rank, 0, exprs, b.getContext())), (int64_t)dims.size()};
+}
+
+double Importer::rowSize(Value rows, int64_t count) {
+  auto t = cast<RankedTensorType>(rows.getType());
+  double n = 1;
+  for (int64_t d = t.getRank() - count; d < t.getRank(); ++d)
+    n *= t.getDimSize(d);
+  return n;
+}
+
+Value Importer::divide(Value v, double by) {
+  auto t = cast<RankedTensorType>(v.getType());
+  return b.create<tg::DivOp>(loc, t, v, scalar(by, t));
+}
+
 Value Importer::bcast(Value v, RankedTensorType to) {
   if (cast<RankedTensorType>(v.getType()).getShape() == to.getShape())
     return v;
@@ -581,13 +633,17 @@ Value Importer::scalar(double v, RankedTensorType like) {
 Value Importer::finish(Value v, int id) {
   RankedTensorType want = typeOf(id);
   v = castTo(v, want.getElementType());
-  if (cast<RankedTensorType>(v.getType()).getShape() != want.getShape()) {
-    auto op = b.create<tg::ExternOp>(
-        loc, TypeRange{want}, b.getStringAttr("aten::view"), ValueRange{v},
+  auto have = cast<RankedTensorType>(v.getType());
+  if (have.getShape() != want.getShape()) {
+    // Same elements in row-major order (a reduction's kept dims): a reshape
+    // that kernels absorb, or an ATen view of the contiguous result.
+    auto op = b.create<tg::RemapOp>(
+        loc, want, v, AffineMapAttr::get(reshapeMap(have.getShape(), want.getShape(), b.getContext())),
+        b.getStringAttr("aten::view"),
         b.getArrayAttr({tg::OperandRefAttr::get(b.getContext(), 0),
-                        b.getDenseI64ArrayAttr(want.getShape())}),
-        b.getArrayAttr({b.getDenseI64ArrayAttr(seg.values[id].strides)}));
-    v = op.getResult(0);
+                        b.getDenseI64ArrayAttr(want.getShape())}));
+    setStrides(op, id);
+    v = op.getResult();
   }
   values[id] = v;
   return v;
@@ -800,22 +856,94 @@ bool Importer::importRowOp(const SegmentNode &node) {
   };
   bool isSum = q == "aten::sum" || q == "aten::sum.dim_IntList";
   bool isMean = q == "aten::mean.dim" || q == "aten::mean";
-  if (isSum || isMean || q == "aten::amax" || q == "aten::amin") {
-    bool full = q == "aten::sum" || q == "aten::mean";
-    int64_t count = trailingCount(full ? std::vector<int64_t>{} : dimList(1), rank);
-    if (count < 0)
-      return false;
+  bool isProd = q == "aten::prod" || q == "aten::prod.dim_int";
+  if (isSum || isMean || isProd || q == "aten::amax" || q == "aten::amin") {
+    bool full = q == "aten::sum" || q == "aten::mean" || q == "aten::prod";
+    std::vector<int64_t> dims = full ? std::vector<int64_t>{} : dimList(1);
     Type elt = typeOf(node.outputs[0]).getElementType();
     if (isMean && !isa<FloatType>(elt))
       return false;
-    Value in = castTo(x, elt);
-    Value r = reduce(in, isSum || isMean ? "sum" : q == "aten::amax" ? "max" : "min", count);
-    if (isMean) {
-      int64_t n = 1;
-      for (int64_t d = rank - count; d < rank; ++d)
-        n *= xt.getDimSize(d);
-      auto rt = cast<RankedTensorType>(r.getType());
-      r = b.create<tg::DivOp>(loc, rt, r, scalar(double(n), rt));
+    auto [rows, count] = toRows(castTo(x, elt), dims);
+    Value r = reduce(rows, isSum || isMean ? "sum" : isProd ? "prod" : q == "aten::amax" ? "max" : "min",
+                     count);
+    if (isMean)
+      r = divide(r, rowSize(rows, count));
+    finish(r, node.outputs[0]);
+    return true;
+  }
+  if (q == "aten::var.correction" || q == "aten::std.correction" ||
+      q == "aten::var_mean.correction" || q == "aten::std_mean.correction") {
+    if (!isa<FloatType>(xt.getElementType()))
+      return false;
+    auto [rows, count] = toRows(x, dimList(1));
+    double correction = 1;
+    if (node.args.size() > 2 && node.args[2].kind == ArgValue::Int)
+      correction = node.args[2].i;
+    else if (node.args.size() > 2 && node.args[2].kind == ArgValue::Double)
+      correction = node.args[2].d;
+    double n = rowSize(rows, count);
+    Value mean = divide(reduce(rows, "sum", count), n);
+    auto t = cast<RankedTensorType>(rows.getType());
+    Value xc = b.create<tg::SubOp>(loc, t, rows, bcast(mean, t));
+    Value var = divide(reduce(b.create<tg::MulOp>(loc, t, xc, xc), "sum", count),
+                       std::max(0.0, n - correction));
+    bool isStd = q.find("std") != std::string::npos;
+    if (isStd)
+      var = b.create<tg::SqrtOp>(loc, var.getType(), var);
+    finish(var, node.outputs[0]);
+    if (node.outputs.size() > 1)
+      finish(mean, node.outputs[1]);
+    return true;
+  }
+  if (q == "aten::logsumexp") {
+    RankedTensorType out = typeOf(node.outputs[0]);
+    if (!isa<FloatType>(out.getElementType()))
+      return false;
+    auto [rows, count] = toRows(castTo(x, out.getElementType()), dimList(1));
+    auto t = cast<RankedTensorType>(rows.getType());
+    Value m = reduce(rows, "max", count);
+    auto rt = cast<RankedTensorType>(m.getType());
+    // An infinite max would give inf - inf: ATen shifts by 0 there.
+    auto i1 = RankedTensorType::get(rt.getShape(), b.getI1Type());
+    Value isInf = b.create<tg::CompareOp>(loc, i1, b.create<tg::AbsOp>(loc, rt, m),
+                                          scalar(INFINITY, rt), b.getStringAttr("eq"));
+    m = b.create<tg::SelectOp>(loc, rt, isInf, scalar(0, rt), m);
+    Value e = b.create<tg::ExpOp>(loc, t, b.create<tg::SubOp>(loc, t, rows, bcast(m, t)));
+    Value r = b.create<tg::AddOp>(loc, rt, b.create<tg::LogOp>(loc, rt, reduce(e, "sum", count)), m);
+    finish(r, node.outputs[0]);
+    return true;
+  }
+  bool isNorm = q == "aten::norm.ScalarOpt_dim" || q == "aten::norm.Scalar" ||
+                q == "aten::norm.ScalarOpt_dim_dtype";
+  if (q == "aten::linalg_vector_norm" || isNorm) {
+    RankedTensorType out = typeOf(node.outputs[0]);
+    if (!isa<FloatType>(out.getElementType()) || !isa<FloatType>(xt.getElementType()))
+      return false;
+    double p = 2.0;
+    if (node.args.size() > 1 && node.args[1].kind == ArgValue::Double)
+      p = node.args[1].d;
+    else if (node.args.size() > 1 && node.args[1].kind == ArgValue::Int)
+      p = node.args[1].i;
+    auto [rows, count] = toRows(castTo(x, out.getElementType()),
+                                q == "aten::norm.Scalar" ? std::vector<int64_t>{} : dimList(2));
+    auto t = cast<RankedTensorType>(rows.getType());
+    Value a = b.create<tg::AbsOp>(loc, t, rows);
+    Value r;
+    if (std::isinf(p)) {
+      r = reduce(a, p > 0 ? "max" : "min", count);
+    } else if (p == 0) {
+      auto i1 = RankedTensorType::get(t.getShape(), b.getI1Type());
+      Value nz = b.create<tg::CompareOp>(loc, i1, a, scalar(0, t), b.getStringAttr("ne"));
+      r = reduce(b.create<tg::CastOp>(loc, t, nz), "sum", count);
+    } else if (p == 1) {
+      r = reduce(a, "sum", count);
+    } else if (p == 2) {
+      Value s = reduce(b.create<tg::MulOp>(loc, t, a, a), "sum", count);
+      r = b.create<tg::SqrtOp>(loc, s.getType(), s);
+    } else {
+      Value s = reduce(b.create<tg::PowOp>(loc, t, a, scalar(p, t)), "sum", count);
+      auto rt = cast<RankedTensorType>(s.getType());
+      r = b.create<tg::PowOp>(loc, rt, s, scalar(1.0 / p, rt));
     }
     finish(r, node.outputs[0]);
     return true;

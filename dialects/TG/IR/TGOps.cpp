@@ -510,7 +510,7 @@ AffineMap BroadcastOp::getInputMap() {
 LogicalResult ReduceOp::verify() {
   auto in = cast<RankedTensorType>(getInput().getType());
   auto out = cast<RankedTensorType>(getResult().getType());
-  if (!llvm::is_contained({"sum", "max", "min"}, getKind()))
+  if (!llvm::is_contained({"sum", "prod", "max", "min"}, getKind()))
     return emitOpError("unknown reduction kind \"") << getKind() << "\"";
   if (in.getElementType() != out.getElementType())
     return emitOpError("element types differ");

@@ -310,7 +310,9 @@ def TG_ReduceOp : TG_Op<"reduce", [Pure]> {
   let summary = "reduction over trailing dimensions, keeping them as size 1";
   let description = [{
     Reduces `input` over its last `count` dimensions with `kind` (`sum`,
-    `max`, `min`; max/min propagate NaN as ATen does). The result keeps the
+    `prod`, `max`, `min`; max/min propagate NaN as ATen does). Reductions
+    over other dimensions read their input through a `tg.remap` that moves
+    the reduced dimensions last. The result keeps the
     reduced dimensions with size 1, so a `tg.broadcast` takes it back to the
     input's shape (softmax, layer_norm). Sums of floats accumulate in f64 on
     the CPU. Element types of input and result match.

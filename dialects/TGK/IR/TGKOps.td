@@ -153,7 +153,7 @@ def TGK_ReduceOp : TGK_Op<"reduce", [Pure, SameOperandsAndResultType,
     HasParent<"RowKernelOp">]> {
   let summary = "reduces an element value over the current row";
   let description = [{
-    `kind` is `sum`, `max` or `min`. The result is one value per row.
+    `kind` is `sum`, `prod`, `max` or `min`. The result is one value per row.
 
     ```mlir
     %s = tgk.reduce %e {kind = "sum"} : f32

@@ -1,0 +1,114 @@
+// Reductions over any dims (trailing, leading, interleaved, all), with and
+// without keepdim: one row kernel each, compared with eager.
+#include "tgc/tgc.h"
+
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include <functional>
+
+namespace {
+
+using Fn = std::function<torch::Tensor(torch::Tensor)>;
+
+struct ReductionCase {
+  std::string name;
+  Fn fn; ///< takes a [6, 5, 8] tensor
+  bool floatOnly = true;
+};
+
+std::vector<ReductionCase> cases() {
+  using torch::indexing::None;
+  return {
+      {"sum_last", [](auto x) { return x.sum(-1); }, false},
+      {"sum_first", [](auto x) { return x.sum(0); }, false},
+      {"sum_middle_keepdim", [](auto x) { return x.sum(1, true); }, false},
+      {"sum_outer_two", [](auto x) { return x.sum(std::vector<int64_t>{0, 2}); }, false},
+      {"sum_all", [](auto x) { return x.sum(); }, false},
+      {"mean_first_keepdim", [](auto x) { return x.mean({0}, true); }},
+      {"mean_all", [](auto x) { return x.mean(); }},
+      {"prod_middle", [](auto x) { return (x * 0.5).prod(1); }},
+      {"prod_int", [](auto x) { return ((x.abs() < 5).to(x.scalar_type()) + 1).prod(0); }, false},
+      {"amax_first", [](auto x) { return x.amax(0); }, false},
+      {"amin_two_keepdim", [](auto x) { return x.amin({0, 1}, true); }, false},
+      {"var_last", [](auto x) { return x.var(-1); }},
+      {"var_first_unbiased0", [](auto x) { return torch::var(x, {0}, 0, false); }},
+      {"std_middle_keepdim", [](auto x) { return torch::std(x, {1}, 1, true); }},
+      {"std_all", [](auto x) { return x.std(); }},
+      {"var_mean", [](auto x) { auto [v, m] = torch::var_mean(x, {2}, 1, true); return v + m; }},
+      {"logsumexp_last", [](auto x) { return torch::logsumexp(x, {-1}); }},
+      {"logsumexp_first_keepdim", [](auto x) { return torch::logsumexp(x, {0}, true); }},
+      {"norm2", [](auto x) { return torch::linalg_vector_norm(x, 2, {-1}); }},
+      {"norm1_first", [](auto x) { return torch::linalg_vector_norm(x, 1, {0}); }},
+      {"norm_inf", [](auto x) { return torch::linalg_vector_norm(x, INFINITY, {1, 2}); }},
+      {"norm_3_all", [](auto x) { return torch::linalg_vector_norm(x, 3); }},
+      {"norm_method", [](auto x) { return x.norm(2, {1}, true); }},
+  };
+}
+
+torch::Tensor rnd(std::vector<int64_t> shape, torch::ScalarType dt) {
+  if (at::isFloatingType(dt))
+    return torch::randn(shape).to(dt);
+  return torch::randint(-20, 20, shape).to(dt);
+}
+
+class Reductions : public ::testing::TestWithParam<std::tuple<int, torch::ScalarType>> {};
+
+TEST_P(Reductions, OneRowKernelMatchesEager) {
+  auto [index, dtype] = GetParam();
+  ReductionCase c = cases()[index];
+  torch::NoGradGuard noGrad;
+  std::vector<std::pair<std::string, torch::Tensor>> inputs = {
+      {"contiguous", rnd({6, 5, 8}, dtype)},
+      {"transposed", rnd({8, 5, 6}, dtype).transpose(0, 2)},
+  };
+  for (auto &[layout, x] : inputs) {
+    SCOPED_TRACE(c.name + " / " + layout + " / " + c10::toString(dtype));
+    tgc::reset();
+    auto f = tgc::compile(c.fn);
+    torch::Tensor got = f(x);
+    bool half = dtype == torch::kHalf || dtype == torch::kBFloat16;
+    torch::Tensor want = half ? c.fn(x.to(torch::kFloat)).to(got.scalar_type()) : c.fn(x);
+    ASSERT_EQ(got.sizes(), want.sizes());
+    ASSERT_EQ(got.scalar_type(), want.scalar_type());
+    double tol = half ? 2e-2 : dtype == torch::kDouble ? 1e-10 : 1e-5;
+    EXPECT_TRUE(torch::allclose(got.to(torch::kDouble), want.to(torch::kDouble), tol, tol, true))
+        << "max error " << (got.to(torch::kDouble) - want.to(torch::kDouble)).abs().max().item<double>();
+    tgc::Stats s = tgc::stats();
+    EXPECT_EQ(s.eager_fallbacks, 0);
+    EXPECT_EQ(s.kernel_launches, 1) << "one row kernel, producers and consumers included";
+    EXPECT_LE(s.extern_calls, 1) << "at most the zero-copy view to the result's shape";
+  }
+}
+
+std::string caseName(const ::testing::TestParamInfo<Reductions::ParamType> &info) {
+  return cases()[std::get<0>(info.param)].name + "_" + c10::toString(std::get<1>(info.param));
+}
+
+std::vector<std::tuple<int, torch::ScalarType>> matrix() {
+  std::vector<std::tuple<int, torch::ScalarType>> out;
+  for (int i = 0; i < (int)cases().size(); ++i)
+    for (auto dt : {torch::kFloat, torch::kDouble, torch::kBFloat16, torch::kLong})
+      if (!cases()[i].floatOnly || at::isFloatingType(dt))
+        out.emplace_back(i, dt);
+  return out;
+}
+
+INSTANTIATE_TEST_SUITE_P(Rows, Reductions, ::testing::ValuesIn(matrix()), caseName);
+
+TEST(ReductionEdges, NanAndInfinityFollowATen) {
+  torch::NoGradGuard noGrad;
+  torch::Tensor x = torch::randn({4, 7});
+  x[1][3] = NAN;
+  x[2].fill_(-INFINITY);
+  x[3][0] = INFINITY;
+  auto fn = [](torch::Tensor t) {
+    return torch::stack({torch::logsumexp(t, {1}), t.amax(1), t.sum(1), t.var(1)});
+  };
+  tgc::reset();
+  auto f = tgc::compile(fn);
+  torch::Tensor got = f(x), want = fn(x);
+  EXPECT_TRUE(torch::allclose(got, want, 1e-5, 1e-5, /*equal_nan=*/true)) << got << want;
+}
+
+} // namespace

@@ -392,8 +392,10 @@ LogicalResult RowPrinter::print(std::string &error) {
   for (BlockArgument a : body.getArguments()) {
     auto map = cast<AffineMapAttr>(k.getIndexingMaps()[a.getArgNumber()]).getValue();
     bool usesRow = llvm::any_of(map.getResults(), [&](AffineExpr e) {
-      auto d = dyn_cast<AffineDimExpr>(e);
-      return d && d.getPosition() >= outer;
+      for (size_t d = outer; d < rank; ++d)
+        if (e.isFunctionOfDim(d))
+          return true;
+      return false;
     });
     if (usesRow)
       element.insert(a);

@@ -32,6 +32,7 @@ Stats stats() {
   s.eager_fallbacks = c.eagerFallbacks;
   s.kernel_launches = c.kernelLaunches;
   s.extern_calls = c.externCalls;
+  s.view_calls = c.viewCalls;
   s.captures = c.captures;
   s.pipelines_run = c.pipelinesRun;
   return s;
@@ -374,6 +375,7 @@ void reset() {
   c.eagerFallbacks = 0;
   c.kernelLaunches = 0;
   c.externCalls = 0;
+  c.viewCalls = 0;
   c.captures = 0;
   c.pipelinesRun = 0;
 }

@@ -72,6 +72,26 @@ void materializeLayoutOps(func::FuncOp fn, unsigned &counter) {
     }
     auto identity = AffineMap::getMultiDimIdentityMap(type.getRank(), op->getContext());
     auto [root, map] = traceLayout(result, identity);
+    if (auto c = root.getDefiningOp<tg::ConstantOp>()) {
+      // A filled tensor (ones, full): a kernel with no input writes it.
+      auto dense = dyn_cast<DenseElementsAttr>(c.getValue());
+      if (dense && dense.isSplat()) {
+        auto kernel = b.create<tgk::KernelOp>(
+            op->getLoc(), TypeRange{type}, ("k" + Twine(counter++)).str(), ValueRange{},
+            type.getShape(), ArrayRef<AffineMap>{}, b.getArrayAttr({}),
+            b.getArrayAttr({b.getDenseI64ArrayAttr(bufferStrides(result))}));
+        Block *body = new Block();
+        kernel.getBody().push_back(body);
+        OpBuilder bb = OpBuilder::atBlockBegin(body);
+        auto splat = cast<TypedAttr>(dense.getSplatValue<Attribute>());
+        Value v = bb.create<arith::ConstantOp>(op->getLoc(), splat.getType(), splat);
+        bb.create<tgk::YieldOp>(op->getLoc(), ValueRange{v});
+        result.replaceUsesWithIf(kernel.getResult(0), [](OpOperand &use) {
+          return !isa<tg::BroadcastOp, tg::RemapOp>(use.getOwner());
+        });
+        continue;
+      }
+    }
     auto kernel = b.create<tgk::KernelOp>(
         op->getLoc(), TypeRange{type}, ("k" + Twine(counter++)).str(), ValueRange{root},
         type.getShape(), ArrayRef<AffineMap>{map},

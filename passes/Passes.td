@@ -32,6 +32,28 @@ def PushRemaps : Pass<"tg-push-remaps", "::mlir::func::FuncOp"> {
   }];
 }
 
+def SplitEpilogues : Pass<"tg-split-epilogues", "::mlir::func::FuncOp"> {
+  let summary = "Take the bias add out of extern matmuls and convolutions that feed pointwise ops";
+  let description = [{
+    `aten::addmm(bias, a, b, beta, alpha)` becomes `aten::mm(a, b)` followed
+    by `beta * broadcast(bias) + alpha * product` in `tg`, and
+    `aten::convolution(x, w, bias, ...)` becomes a convolution without bias
+    plus a per-channel `tg.add`, so pointwise fusion puts the bias add and
+    the activation after it (relu, gelu, a residual add) in one kernel: the
+    epilogue reads the library's output once and writes the result once.
+
+    ```
+    %y = tg.extern "aten::addmm"(%bias, %x, %w) ...; %r = tg.relu %y
+      =>
+    %p = tg.extern "aten::mm"(%x, %w); %y = tg.add %p, (tg.broadcast %bias); %r = tg.relu %y
+    ```
+
+    Only calls with a pointwise user are split: a bias add whose result goes
+    straight to another library call is cheaper inside the library call.
+    Results keep the layout ATen's kernel would have produced.
+  }];
+}
+
 def FusePointwise : Pass<"tg-fuse-pointwise", "::mlir::func::FuncOp"> {
   let summary = "Fuse chains of pointwise `tg` ops and their broadcasts into `tgk.kernel`s";
   let description = [{

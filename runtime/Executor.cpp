@@ -78,6 +78,9 @@ std::shared_ptr<CompiledGraph> CompiledGraph::load(Plan plan,
       return nullptr;
     }
     g->ops_.push_back(*op);
+    const auto &returns = op->schema().returns();
+    g->isView_.push_back(!returns.empty() && returns[0].alias_info() &&
+                         !returns[0].alias_info()->isWrite());
   }
   // Liveness: release each intermediate after its last use.
   std::vector<int> lastUse(p.values.size(), -1);
@@ -167,7 +170,10 @@ void CompiledGraph::runExtern(size_t index,
   for (size_t i = 0; i < e.args.size(); ++i)
     stack.push_back(toIValue(e.args[i], schemaArgs[i], values));
   op.callBoxed(&stack);
-  counters().externCalls++;
+  if (isView_[index])
+    counters().viewCalls++;
+  else
+    counters().externCalls++;
   // Ops returning Tensor[] (split, unbind) leave one list on the stack.
   std::vector<at::Tensor> results;
   for (const c10::IValue &v : stack) {

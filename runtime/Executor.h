@@ -45,6 +45,7 @@ private:
   std::shared_ptr<SharedObject> object_;
   std::vector<CpuKernel> cpuKernels_;
   std::vector<c10::OperatorHandle> ops_;
+  std::vector<bool> isView_; ///< the op returns an alias of an input (no work)
   std::vector<std::vector<int>> releaseAfter_; ///< per step: dead buffers
   int64_t kernelsCompiled_ = 0;
 };

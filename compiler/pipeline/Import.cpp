@@ -55,10 +55,12 @@ class Importer {
 public:
   Importer(const Segment &seg, OpBuilder &b, std::string &error)
       : seg(seg), b(b), error(error), loc(b.getUnknownLoc()) {
-    // A segment that writes through a buffer keeps every view a real ATen
-    // alias, so the writes stay visible where the program expects them.
-    viewsAsRemaps = std::none_of(seg.nodes.begin(), seg.nodes.end(),
-                                 [](const SegmentNode &n) { return n.mutates; });
+    planFunctionalization();
+    // A segment that still writes through a buffer keeps every view a real
+    // ATen alias, so the writes stay visible where the program expects them.
+    viewsAsRemaps = true;
+    for (size_t i = 0; i < seg.nodes.size(); ++i)
+      viewsAsRemaps &= !seg.nodes[i].mutates || functional.count(i);
   }
 
   LogicalResult importNode(const SegmentNode &node);
@@ -104,6 +106,15 @@ private:
   std::string &error;
   Location loc;
   bool viewsAsRemaps = true;
+  /// Indices of in-place nodes imported as their functional form: the
+  /// buffer they write has no other alias that anyone reads afterwards.
+  std::set<size_t> functional;
+  void planFunctionalization();
+
+public:
+  /// Imports node `index`: an in-place node in `functional` as its
+  /// out-of-place form, whose result then stands for the written buffer.
+  LogicalResult importAt(size_t index);
 };
 
 } // namespace
@@ -344,6 +355,103 @@ static bool computable(const Segment &seg, const SegmentNode &node) {
 static bool floatOnlyEntry(const std::string &q) {
   return q == "aten::floor" || q == "aten::ceil" || q == "aten::round" ||
          q == "aten::trunc" || q == "aten::fmod.Tensor" || q == "aten::fmod.Scalar";
+}
+
+/// In-place ATen ops whose out-of-place form (the name without `_`, same
+/// arguments) tg imports.
+static bool functionalizable(const SegmentNode &n) {
+  static const std::set<std::string> names = {
+      "aten::add_", "aten::sub_", "aten::mul_", "aten::div_", "aten::relu_", "aten::clamp_",
+      "aten::clamp_min_", "aten::clamp_max_", "aten::masked_fill_", "aten::exp_", "aten::tanh_",
+      "aten::sigmoid_", "aten::neg_", "aten::gelu_", "aten::silu_", "aten::hardtanh_",
+      "aten::leaky_relu_", "aten::sqrt_", "aten::rsqrt_", "aten::abs_", "aten::pow_"};
+  return names.count(n.op) && n.outputs.size() == 1 && !n.args.empty() &&
+         n.args[0].kind == ArgValue::Tensor;
+}
+
+/// Ops whose result aliases their first argument.
+static bool isAliasing(const SegmentNode &n) {
+  static const std::set<std::string> names = {
+      "aten::view", "aten::_unsafe_view", "aten::reshape", "aten::_reshape_alias", "aten::alias",
+      "aten::unsqueeze", "aten::squeeze", "aten::permute", "aten::transpose", "aten::t",
+      "aten::expand", "aten::slice", "aten::select", "aten::split", "aten::split_with_sizes",
+      "aten::unbind", "aten::as_strided", "aten::diagonal", "aten::unfold", "aten::detach",
+      "aten::narrow", "aten::view_as_real", "aten::view_as_complex", "aten::chunk",
+      "aten::unflatten", "aten::movedim", "aten::swapaxes", "aten::lift_fresh"};
+  return names.count(n.op) || (n.mutates && !n.outputs.empty());
+}
+
+void Importer::planFunctionalization() {
+  // Alias classes over value ids (union-find).
+  std::vector<int> parent(seg.values.size());
+  for (size_t i = 0; i < parent.size(); ++i)
+    parent[i] = i;
+  std::function<int(int)> find = [&](int v) { return parent[v] == v ? v : parent[v] = find(parent[v]); };
+  for (const SegmentNode &n : seg.nodes)
+    if (isAliasing(n) && !n.args.empty() && n.args[0].kind == ArgValue::Tensor)
+      for (int out : n.outputs)
+        parent[find(out)] = find(n.args[0].tensors[0]);
+  // Where each value is defined: -1 for inputs, else its node's index.
+  std::vector<int64_t> defined(seg.values.size(), -1);
+  for (size_t i = 0; i < seg.nodes.size(); ++i)
+    for (int out : seg.nodes[i].outputs)
+      defined[out] = i;
+  for (size_t i = 0; i < seg.nodes.size(); ++i) {
+    const SegmentNode &n = seg.nodes[i];
+    if (!n.mutates || !functionalizable(n))
+      continue;
+    int x = n.args[0].tensors[0];
+    // An alias made before the write (other than the written value itself)
+    // would see the write in eager: none may be an input, an output or read
+    // afterwards. Aliases made later derive from the new value.
+    auto stale = [&](int id) {
+      return id >= 0 && id != x && id != n.outputs[0] && find(id) == find(x) &&
+             defined[id] <= (int64_t)i;
+    };
+    bool ok = defined[x] >= 0;
+    for (int id : seg.inputs)
+      ok &= find(id) != find(x);
+    for (int id : seg.outputs)
+      ok &= !stale(id);
+    for (size_t j = i + 1; j < seg.nodes.size() && ok; ++j)
+      for (const ArgValue &a : seg.nodes[j].args)
+        for (int id : a.tensors)
+          ok &= !stale(id);
+    if (ok)
+      functional.insert(i);
+  }
+}
+
+/// Whether value `id` is read by a node or returned.
+static bool isUsed(const Segment &seg, int id) {
+  if (std::count(seg.outputs.begin(), seg.outputs.end(), id))
+    return true;
+  for (const SegmentNode &n : seg.nodes)
+    for (const ArgValue &a : n.args)
+      if (std::count(a.tensors.begin(), a.tensors.end(), id))
+        return true;
+  return false;
+}
+
+LogicalResult Importer::importAt(size_t index) {
+  const SegmentNode &node = seg.nodes[index];
+  // Allocations nobody reads (ATen's batch_norm makes some) cost a call.
+  static const std::set<std::string> allocations = {"aten::empty", "aten::empty_like",
+                                                    "aten::empty_strided", "aten::new_empty"};
+  if (allocations.count(node.op) &&
+      std::none_of(node.outputs.begin(), node.outputs.end(),
+                   [&](int id) { return isUsed(seg, id); }))
+    return success();
+  if (!functional.count(index))
+    return importNode(node);
+  SegmentNode f = node;
+  f.op.pop_back(); // aten::add_ -> aten::add
+  f.mutates = false;
+  if (failed(importNode(f)))
+    return failure();
+  // The written buffer now holds the result.
+  values[node.args[0].tensors[0]] = values.lookup(node.outputs[0]);
+  return success();
 }
 
 LogicalResult Importer::importNode(const SegmentNode &node) {
@@ -739,6 +847,23 @@ bool Importer::importComposite(const SegmentNode &node) {
       return false;
     return done(castTo(in, elt));
   }
+  if ((q == "aten::ones" || q == "aten::zeros" || q == "aten::full") && !node.args.empty()) {
+    // A filled tensor is a splat constant, broadcast: kernels read it as an
+    // immediate. (Device and layout were checked by capture; dtype is the
+    // result's.)
+    double v = q == "aten::ones" ? 1.0 : 0.0;
+    if (q == "aten::full") {
+      const ArgValue &f = node.args[1];
+      if (f.kind != ArgValue::Double && f.kind != ArgValue::Int && f.kind != ArgValue::Bool)
+        return false;
+      v = f.kind == ArgValue::Double ? f.d : f.kind == ArgValue::Int ? double(f.i) : double(f.b);
+    }
+    auto t0 = RankedTensorType::get({}, elt);
+    Attribute a = isa<FloatType>(elt) ? Attribute(b.getFloatAttr(elt, v))
+                  : elt.isInteger(1)  ? Attribute(b.getBoolAttr(v != 0))
+                                      : Attribute(b.getIntegerAttr(elt, (int64_t)v));
+    return done(bcast(b.create<tg::ConstantOp>(loc, DenseElementsAttr::get(t0, a)), out));
+  }
   if (q == "aten::where.self") {
     Value c = as(node.args[0], b.getI1Type());
     Value x = as(node.args[1], elt), y = as(node.args[2], elt);
@@ -965,6 +1090,49 @@ bool Importer::importRowOp(const SegmentNode &node) {
     finish(r, node.outputs[0]);
     return true;
   }
+  bool evalNativeBn = q == "aten::native_batch_norm" && node.args.size() == 8 &&
+                      node.args[5].kind == ArgValue::Bool && !node.args[5].b;
+  if (q == "aten::_native_batch_norm_legit_no_training" || evalNativeBn) {
+    double epsilon = node.args[evalNativeBn ? 7 : 6].d;
+    // Inference batch norm is pointwise: per-channel statistics (dim 1)
+    // broadcast over the rest. Half types compute in float, as ATen does.
+    Type elt = xt.getElementType();
+    if (rank < 2 || !isa<FloatType>(elt))
+      return false;
+    Type ct = elt.isF16() || elt.isBF16() ? Type(b.getF32Type()) : elt;
+    auto t = RankedTensorType::get(xt.getShape(), ct);
+    // [C] -> [C, 1, ...] -> x's shape.
+    SmallVector<int64_t> chShape(rank - 1, 1);
+    chShape[0] = xt.getDimSize(1);
+    auto channel = [&](Value v) -> Value {
+      auto vt = cast<RankedTensorType>(v.getType());
+      auto to = RankedTensorType::get(chShape, vt.getElementType());
+      Value r = remap(v, to, reshapeMap(vt.getShape(), chShape, b.getContext()));
+      return bcast(castTo(r, ct), t);
+    };
+    Value mean = tensorArg(3), var = tensorArg(4);
+    if (!mean || !var)
+      return false;
+    // rsqrt(var + eps) per element rather than per channel: one more
+    // vector op per element, one kernel launch and buffer fewer.
+    Value invstd = b.create<tg::RsqrtOp>(
+        loc, t, b.create<tg::AddOp>(loc, t, channel(var), scalar(epsilon, t)));
+    Value y = b.create<tg::MulOp>(loc, t, b.create<tg::SubOp>(loc, t, castTo(x, ct), channel(mean)),
+                                  invstd);
+    if (Value w = tensorArg(1))
+      y = b.create<tg::MulOp>(loc, t, y, channel(w));
+    if (Value bias = tensorArg(2))
+      y = b.create<tg::AddOp>(loc, t, y, channel(bias));
+    finish(y, node.outputs[0]);
+    // The saved mean / invstd outputs are empty in inference.
+    for (int id : ArrayRef<int>(node.outputs).drop_front()) {
+      RankedTensorType et = typeOf(id);
+      if (et.getNumElements() != 0)
+        return true; // unused in practice; a reader makes import fail loudly
+      values[id] = b.create<tg::ConstantOp>(loc, DenseElementsAttr::get(et, ArrayRef<Attribute>{}));
+    }
+    return true;
+  }
   if (q == "aten::native_layer_norm") {
     int64_t count = node.args[1].ints.size();
     if (count < 1 || count > rank || !isa<FloatType>(xt.getElementType()))
@@ -1021,8 +1189,8 @@ FailureOr<func::FuncOp> importSegment(const Segment &seg, ModuleOp module,
     imp.values[id] = entry->getArgument(i);
     fn.setArgAttr(i, "tg.strides", b.getDenseI64ArrayAttr(seg.values[id].strides));
   }
-  for (const SegmentNode &node : seg.nodes)
-    if (failed(imp.importNode(node)))
+  for (size_t i = 0; i < seg.nodes.size(); ++i)
+    if (failed(imp.importAt(i)))
       return failure();
   SmallVector<Value> results;
   for (int id : seg.outputs) {

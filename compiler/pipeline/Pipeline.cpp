@@ -236,6 +236,7 @@ PipelineResult runPipeline(const Segment &segment) {
   PassManager pm(&ctx);
   OpPassManager &fpm = pm.nest<func::FuncOp>();
   fpm.addPass(createCSEPass());
+  fpm.addPass(createSplitEpilogues());
   fpm.addPass(createPushRemaps());
   fpm.addPass(createFuseRows());
   fpm.addPass(createFusePointwise());

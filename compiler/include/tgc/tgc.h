@@ -54,7 +54,8 @@ struct Stats {
   int64_t cache_hits_disk = 0;
   int64_t eager_fallbacks = 0;
   int64_t kernel_launches = 0;
-  int64_t extern_calls = 0;
+  int64_t extern_calls = 0; ///< ATen calls inside compiled graphs that compute (mm, conv, ...)
+  int64_t view_calls = 0;   ///< ATen view calls inside compiled graphs (no data moved)
   int64_t captures = 0; ///< times the callable ran under the tracer (not replayed)
   int64_t pipelines_run = 0; ///< MLIR pipelines run (misses of the graph cache)
 };

@@ -1,41 +1,95 @@
-// Eager vs tgc on the CPU for fusable workloads (op-coverage issue, point 6):
-// a 10-op pointwise chain, softmax, layer_norm and a GELU MLP, each at a
-// memory-bound size. Ratios are read from one run of this binary.
+// Eager vs tgc on the CPU (op-coverage issue, point 6): a 10-op pointwise
+// chain, softmax, layer_norm, a GELU MLP, a transformer encoder layer and a
+// ResNet basic block, each at a small (cache-resident or launch-bound) and
+// a large (memory- or compute-bound) size, plus the machine's copy
+// bandwidth. bench/cpu_compare.py runs this binary and torch.compile on the
+// same workloads in one run and prints the table of ratios.
+//
+// Benchmark names: cpu/<workload>/<size>/<eager|tgc>; bytes_per_second is
+// set for the memory-bound workloads (bytes read + written once).
+#include "bench/models/Models.h"
+
 #include <tgc/tgc.h>
 #include <torch/torch.h>
 
 #include <benchmark/benchmark.h>
 
+#include <functional>
+
 namespace {
+
+/// Every workload takes three tensors (unused ones are a 1-element dummy).
+using Fn = std::function<torch::Tensor(torch::Tensor, torch::Tensor, torch::Tensor)>;
+
+struct Workload {
+  std::string name;
+  std::string size;
+  std::function<std::vector<torch::Tensor>()> inputs; ///< padded to three by run()
+  Fn fn;
+  int64_t bytes = 0; ///< memory traffic of one call when memory-bound, else 0
+};
 
 torch::Tensor chain10(torch::Tensor x, torch::Tensor y) {
   return ((((x * y + 1).sigmoid() - x).relu() * 2 + y).tanh() * x - 0.5).abs();
 }
-torch::Tensor softmax(torch::Tensor x, torch::Tensor) { return torch::softmax(x, -1); }
-torch::Tensor layerNorm(torch::Tensor x, torch::Tensor w) {
-  return torch::layer_norm(x, {x.size(-1)}, w, w);
+
+std::vector<Workload> workloads() {
+  static auto mlp = tgc::models::geluMlp(512, 2048);
+  static auto layer = tgc::models::transformerLayer(256, 4);
+  static tgc::models::BasicBlock block(64);
+  static bool init = [] {
+    layer->eval();
+    block->randomizeStatistics();
+    block->eval();
+    return true;
+  }();
+  (void)init;
+  std::vector<Workload> w;
+  for (auto [size, rows] : {std::pair<std::string, int64_t>{"small", 256}, {"large", 4096}}) {
+    int64_t n = rows * 1024 * 4;
+    w.push_back({"chain10", size, [=] { return std::vector{torch::randn({rows, 1024}), torch::randn({1024})}; },
+                 [](auto x, auto y, auto) { return chain10(x, y); }, 2 * n});
+    w.push_back({"softmax", size, [=] { return std::vector{torch::randn({rows, 1024})}; },
+                 [](auto x, auto, auto) { return torch::softmax(x, -1); }, 2 * n});
+    w.push_back({"layer_norm", size,
+                 [=] { return std::vector{torch::randn({rows, 1024}), torch::randn({1024}), torch::randn({1024})}; },
+                 [](auto x, auto w, auto b) { return torch::layer_norm(x, {1024}, w, b); }, 2 * n});
+  }
+  w.push_back({"gelu_mlp", "small", [] { return std::vector{torch::randn({16, 512})}; },
+               [](auto x, auto, auto) { return mlp->forward(x); }});
+  w.push_back({"gelu_mlp", "large", [] { return std::vector{torch::randn({512, 512})}; },
+               [](auto x, auto, auto) { return mlp->forward(x); }});
+  w.push_back({"transformer", "small", [] { return std::vector{torch::randn({32, 2, 256})}; },
+               [](auto x, auto, auto) { return layer->forward(x); }});
+  w.push_back({"transformer", "large", [] { return std::vector{torch::randn({128, 8, 256})}; },
+               [](auto x, auto, auto) { return layer->forward(x); }});
+  w.push_back({"resnet_block", "small", [] { return std::vector{torch::randn({1, 64, 14, 14})}; },
+               [](auto x, auto, auto) { return block->forward(x); }});
+  w.push_back({"resnet_block", "large", [] { return std::vector{torch::randn({8, 64, 28, 28})}; },
+               [](auto x, auto, auto) { return block->forward(x); }});
+  return w;
 }
 
-template <torch::Tensor (*F)(torch::Tensor, torch::Tensor)>
-void run(benchmark::State &state, bool compiled) {
+void run(benchmark::State &state, const Workload &w, bool compiled) {
   torch::NoGradGuard g;
   torch::manual_seed(0);
-  int64_t rows = 4096, cols = 1024; // 16 MiB per f32 tensor: memory-bound
-  torch::Tensor x = torch::randn({rows, cols}), y = torch::randn({cols});
-  auto f = tgc::compile(F);
-  if (compiled)
-    f(x, y);
+  std::vector<torch::Tensor> in = w.inputs();
+  while (in.size() < 3)
+    in.push_back(torch::ones({1}));
+  Fn f = w.fn;
+  if (compiled) {
+    auto c = std::make_shared<tgc::Compiled<Fn>>(tgc::compile(w.fn));
+    f = [c](torch::Tensor a, torch::Tensor b, torch::Tensor d) { return (*c)(a, b, d); };
+    // Compile, and check once against eager.
+    torch::Tensor want = w.fn(in[0], in[1], in[2]), got = f(in[0], in[1], in[2]);
+    if (!torch::allclose(got, want, 1e-3, 1e-3))
+      state.SkipWithError("tgc result differs from eager");
+  }
   for (auto _ : state)
-    benchmark::DoNotOptimize(compiled ? f(x, y) : F(x, y));
-  state.SetBytesProcessed(int64_t(state.iterations()) * x.nbytes() * 2);
+    benchmark::DoNotOptimize(f(in[0], in[1], in[2]));
+  if (w.bytes)
+    state.SetBytesProcessed(int64_t(state.iterations()) * w.bytes);
 }
-
-void BM_Chain10_Eager(benchmark::State &s) { run<chain10>(s, false); }
-void BM_Chain10_Tgc(benchmark::State &s) { run<chain10>(s, true); }
-void BM_Softmax_Eager(benchmark::State &s) { run<softmax>(s, false); }
-void BM_Softmax_Tgc(benchmark::State &s) { run<softmax>(s, true); }
-void BM_LayerNorm_Eager(benchmark::State &s) { run<layerNorm>(s, false); }
-void BM_LayerNorm_Tgc(benchmark::State &s) { run<layerNorm>(s, true); }
 
 void copyBandwidth(benchmark::State &state) {
   torch::Tensor x = torch::randn({4096, 1024}), y = torch::empty_like(x);
@@ -44,14 +98,20 @@ void copyBandwidth(benchmark::State &state) {
   state.SetBytesProcessed(int64_t(state.iterations()) * x.nbytes() * 2);
 }
 
-BENCHMARK(copyBandwidth)->UseRealTime();
-BENCHMARK(BM_Chain10_Eager)->UseRealTime();
-BENCHMARK(BM_Chain10_Tgc)->UseRealTime();
-BENCHMARK(BM_Softmax_Eager)->UseRealTime();
-BENCHMARK(BM_Softmax_Tgc)->UseRealTime();
-BENCHMARK(BM_LayerNorm_Eager)->UseRealTime();
-BENCHMARK(BM_LayerNorm_Tgc)->UseRealTime();
-
 } // namespace
 
-BENCHMARK_MAIN();
+int main(int argc, char **argv) {
+  benchmark::RegisterBenchmark("cpu/copy/large/eager", copyBandwidth)->UseRealTime();
+  static std::vector<Workload> all = workloads();
+  for (const Workload &w : all)
+    for (bool compiled : {false, true})
+      benchmark::RegisterBenchmark(
+          ("cpu/" + w.name + "/" + w.size + "/" + (compiled ? "tgc" : "eager")).c_str(),
+          [&w, compiled](benchmark::State &s) { run(s, w, compiled); })
+          ->UseRealTime()
+          ->Unit(benchmark::kMicrosecond);
+  benchmark::Initialize(&argc, argv);
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}

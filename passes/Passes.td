@@ -116,6 +116,28 @@ def FuseRows : Pass<"tg-fuse-rows", "::mlir::func::FuncOp"> {
                            "::mlir::math::MathDialect"];
 }
 
+def FuseHorizontal : Pass<"tgk-fuse-horizontal", "::mlir::func::FuncOp"> {
+  let summary = "Run independent small pointwise kernels of one iteration shape as one kernel";
+  let description = [{
+    Two `tgk.kernel`s with the same iteration shape and at most 65536
+    iterations, where the later one does not depend on the earlier one, run
+    as one kernel with both bodies and both sets of results, placed at the
+    earlier one when every input of the later one exists there, else at the
+    later one (then only if nothing between them reads the earlier one's
+    results and the later one does not depend on it). Typical case: the copies that lay out q, k and v of an
+    attention block for batched matmuls.
+
+    ```
+    %q = tgk.kernel "k1" ins(%a) {...}; %k = tgk.kernel "k2" ins(%b) {...}
+      =>
+    %q, %k = tgk.kernel "k1" ins(%a, %b) {...}
+    ```
+
+    No extern call between the two may write a buffer in place. Larger kernels keep their own launch, so each keeps its own
+    vectorization decision.
+  }];
+}
+
 //===----------------------------------------------------------------------===//
 // Scheduling
 //===----------------------------------------------------------------------===//

@@ -1,5 +1,7 @@
 // Reference models built with torch::nn, shared by benchmarks and tests:
-// a transformer encoder layer and a GPT-2-style block with causal attention.
+// a transformer encoder layer, a GPT-2-style block with causal attention, a
+// ResNet basic block and a GELU MLP. bench/cpu_compare.py defines the same
+// models in Python for torch.compile.
 #ifndef TGC_BENCH_MODELS_MODELS_H
 #define TGC_BENCH_MODELS_MODELS_H
 
@@ -43,6 +45,42 @@ struct Gpt2BlockImpl : torch::nn::Module {
   torch::nn::Linear qkv, proj, fc, out;
 };
 TORCH_MODULE(Gpt2Block);
+
+/// A ResNet basic block: conv3x3-BN-ReLU-conv3x3-BN, residual add, ReLU.
+struct BasicBlockImpl : torch::nn::Module {
+  explicit BasicBlockImpl(int64_t c)
+      : conv1(register_module("conv1", torch::nn::Conv2d(torch::nn::Conv2dOptions(c, c, 3).padding(1).bias(false)))),
+        conv2(register_module("conv2", torch::nn::Conv2d(torch::nn::Conv2dOptions(c, c, 3).padding(1).bias(false)))),
+        bn1(register_module("bn1", torch::nn::BatchNorm2d(c))),
+        bn2(register_module("bn2", torch::nn::BatchNorm2d(c))) {}
+  torch::Tensor forward(torch::Tensor x) {
+    auto y = torch::relu(bn1(conv1(x)));
+    return torch::relu(bn2(conv2(y)) + x);
+  }
+  /// Running statistics and affine parameters as a trained network has them.
+  void randomizeStatistics() {
+    torch::NoGradGuard g;
+    for (auto &buf : named_buffers()) {
+      if (buf.key().find("running_mean") != std::string::npos)
+        buf.value().uniform_(-0.5, 0.5);
+      if (buf.key().find("running_var") != std::string::npos)
+        buf.value().uniform_(0.5, 2.0);
+    }
+    for (auto &p : named_parameters())
+      if (p.key().find("bn") != std::string::npos)
+        p.value().uniform_(0.5, 1.5);
+  }
+  torch::nn::Conv2d conv1, conv2;
+  torch::nn::BatchNorm2d bn1, bn2;
+};
+TORCH_MODULE(BasicBlock);
+
+/// Linear - GELU(tanh) - Linear.
+inline torch::nn::Sequential geluMlp(int64_t d = 512, int64_t hidden = 2048) {
+  return torch::nn::Sequential(torch::nn::Linear(d, hidden),
+                               torch::nn::GELU(torch::nn::GELUOptions().approximate("tanh")),
+                               torch::nn::Linear(hidden, d));
+}
 
 } // namespace tgc::models
 

@@ -240,6 +240,7 @@ PipelineResult runPipeline(const Segment &segment) {
   fpm.addPass(createPushRemaps());
   fpm.addPass(createFuseRows());
   fpm.addPass(createFusePointwise());
+  fpm.addPass(createFuseHorizontal());
   fpm.addPass(createSchedule());
   if (failed(pm.run(*module))) {
     result.error = "pass pipeline failed: " + diagnostics;

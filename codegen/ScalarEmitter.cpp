@@ -83,6 +83,10 @@ public:
   BodyPrinter(Target target, std::string &out) : target(target), out(out) {}
 
   void bind(Value v, std::string name) { names[v] = std::move(name); }
+  /// How iteration index `d` is spelled (tgk.index); idx<d> by default.
+  std::function<std::string(unsigned)> dimName = [](unsigned d) {
+    return "idx" + std::to_string(d);
+  };
   const std::string &name(Value v) { return names[v]; }
   LogicalResult print(Operation *op, std::string &error);
 
@@ -115,6 +119,9 @@ private:
 
 } // namespace
 
+static std::string indexExpr(AffineExpr e, StringRef type,
+                             const std::function<std::string(unsigned)> &dim);
+
 std::string BodyPrinter::compare(StringRef sym, Operation *op, bool ordered) {
   std::string a = name(op->getOperand(0)), b = name(op->getOperand(1));
   std::string cmp = fmt::format("({} {} {})", a, sym.str(), b);
@@ -129,6 +136,9 @@ LogicalResult BodyPrinter::print(Operation *op, std::string &error) {
   std::optional<std::string> expr =
       llvm::TypeSwitch<Operation *, std::optional<std::string>>(op)
           .Case([&](arith::ConstantOp c) { return literal(c.getValue()); })
+          .Case([&](tgk::IndexOp o) {
+            return indexExpr(o.getMap().getResult(0), "long long", dimName);
+          })
           .Case([&](AddFOp o) { return binary(o, "+"); })
           .Case([&](SubFOp o) { return binary(o, "-"); })
           .Case([&](MulFOp o) { return binary(o, "*"); })
@@ -400,12 +410,20 @@ LogicalResult RowPrinter::print(std::string &error) {
     if (usesRow)
       element.insert(a);
   }
-  for (Operation &op : body.without_terminator())
+  for (Operation &op : body.without_terminator()) {
+    if (auto index = dyn_cast<tgk::IndexOp>(op)) {
+      for (size_t d = outer; d < rank; ++d)
+        if (index.getMap().getResult(0).isFunctionOfDim(d))
+          element.insert(index.getResult());
+      continue;
+    }
     if (!isa<tgk::ReduceOp>(op) &&
         llvm::any_of(op.getOperands(), [&](Value v) { return element.contains(v); }))
       element.insert(op.getResult(0));
+  }
 
   BodyPrinter p(target, out);
+  p.dimName = [this](unsigned d) { return fmt::format("{}idx{}", d < outer ? "o" : "r", d); };
   // Row-level inputs, loaded once per row.
   for (BlockArgument a : body.getArguments()) {
     if (isElement(a))
@@ -512,6 +530,7 @@ Indexing computeIndexing(tgk::KernelOp kernel, StringRef indexType) {
 
   Indexing ix;
   bool needIdx = false;
+  kernel.getBody().walk([&](tgk::IndexOp) { needIdx = true; });
   auto offset = [&](AffineMap map, ArrayRef<int64_t> strides) -> std::string {
     if (map.isIdentity() && strides == ArrayRef<int64_t>(contiguous))
       return "i";

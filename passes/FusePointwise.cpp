@@ -133,8 +133,8 @@ void FusePointwisePass::buildKernel(Group &g, unsigned index) {
       if ((def && g.memberSet.contains(def)) || splatValue(v))
         continue;
       auto key = traceLayout(v, identity);
-      if (splatValue(key.first))
-        continue;
+      if (splatValue(key.first) || key.first.getDefiningOp<tg::IotaOp>())
+        continue; // an immediate, or indices the body computes
       inputs.insert({key, inputs.size()});
     }
 
@@ -182,6 +182,8 @@ void FusePointwisePass::buildKernel(Group &g, unsigned index) {
       auto typed = cast<TypedAttr>(*splat);
       return bb.create<arith::ConstantOp>(root.getLoc(), typed.getType(), typed);
     }
+    if (Value index = buildIndexOf(bb, root, key.second))
+      return index;
     return body->getArgument(inputs.lookup(key));
   };
   for (Operation *m : g.members) {

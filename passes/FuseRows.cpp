@@ -183,7 +183,7 @@ void FuseRowsPass::buildKernel(ArrayRef<Operation *> members, const RowSpace &sp
   for (Operation *m : members)
     for (Value v : m->getOperands()) {
       Operation *d = throughBroadcasts(v).getDefiningOp();
-      if ((d && set.contains(d)) || splatOf(v))
+      if ((d && set.contains(d)) || splatOf(v) || throughLayout(v).getDefiningOp<tg::IotaOp>())
         continue;
       inputs.insert({keyOf(v), inputs.size()});
     }
@@ -234,7 +234,10 @@ void FuseRowsPass::buildKernel(ArrayRef<Operation *> members, const RowSpace &sp
       auto typed = cast<TypedAttr>(*splat);
       return bb.create<arith::ConstantOp>(v.getLoc(), typed.getType(), typed);
     }
-    return body->getArgument(inputs.lookup(keyOf(v)));
+    auto key = keyOf(v);
+    if (Value index = buildIndexOf(bb, key.first, key.second))
+      return index;
+    return body->getArgument(inputs.lookup(key));
   };
   for (Operation *m : members) {
     Value s;

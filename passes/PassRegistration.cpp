@@ -10,7 +10,7 @@ void eraseDeadLayoutOps(func::FuncOp fn) {
   while (changed) {
     changed = false;
     fn.walk([&](Operation *op) {
-      if (isa<tg::BroadcastOp, tg::RemapOp, tg::ConstantOp>(op) && op->use_empty()) {
+      if (isa<tg::BroadcastOp, tg::RemapOp, tg::ConstantOp, tg::IotaOp>(op) && op->use_empty()) {
         op->erase();
         changed = true;
       }
@@ -32,6 +32,14 @@ std::pair<Value, AffineMap> traceLayout(Value v, AffineMap map) {
   }
 }
 
+Value buildIndexOf(OpBuilder &b, Value root, AffineMap map) {
+  auto iota = root.getDefiningOp<tg::IotaOp>();
+  if (!iota)
+    return {};
+  AffineMap one = AffineMap::get(map.getNumDims(), 0, map.getResult(iota.getDim()), map.getContext());
+  return b.create<tgk::IndexOp>(root.getLoc(), b.getI64Type(), AffineMapAttr::get(one));
+}
+
 Value throughLayout(Value v) {
   while (true) {
     if (auto b = v.getDefiningOp<tg::BroadcastOp>())
@@ -46,7 +54,7 @@ Value throughLayout(Value v) {
 void materializeLayoutOps(func::FuncOp fn, unsigned &counter) {
   SmallVector<Operation *> todo;
   fn.walk([&](Operation *op) {
-    if (isa<tg::BroadcastOp, tg::RemapOp>(op))
+    if (isa<tg::BroadcastOp, tg::RemapOp, tg::IotaOp>(op))
       todo.push_back(op);
   });
   // Outermost first, deciding at each op: a view an outer view turned into
@@ -72,6 +80,22 @@ void materializeLayoutOps(func::FuncOp fn, unsigned &counter) {
     }
     auto identity = AffineMap::getMultiDimIdentityMap(type.getRank(), op->getContext());
     auto [root, map] = traceLayout(result, identity);
+    if (root.getDefiningOp<tg::IotaOp>()) {
+      // Indices read through layout ops: a kernel with no input computes them.
+      auto kernel = b.create<tgk::KernelOp>(
+          op->getLoc(), TypeRange{type}, ("k" + Twine(counter++)).str(), ValueRange{},
+          type.getShape(), ArrayRef<AffineMap>{}, b.getArrayAttr({}),
+          b.getArrayAttr({b.getDenseI64ArrayAttr(bufferStrides(result))}));
+      Block *body = new Block();
+      kernel.getBody().push_back(body);
+      OpBuilder bb = OpBuilder::atBlockBegin(body);
+      Value v = buildIndexOf(bb, root, map);
+      bb.create<tgk::YieldOp>(op->getLoc(), ValueRange{v});
+      result.replaceUsesWithIf(kernel.getResult(0), [](OpOperand &use) {
+        return !isa<tg::BroadcastOp, tg::RemapOp>(use.getOwner());
+      });
+      continue;
+    }
     if (auto c = root.getDefiningOp<tg::ConstantOp>()) {
       // A filled tensor (ones, full): a kernel with no input writes it.
       auto dense = dyn_cast<DenseElementsAttr>(c.getValue());

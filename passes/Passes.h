@@ -30,6 +30,11 @@ std::pair<mlir::Value, mlir::AffineMap> traceLayout(mlir::Value v, mlir::AffineM
 /// The value under any chain of broadcasts and remaps.
 mlir::Value throughLayout(mlir::Value v);
 
+/// For a kernel input traced to a `tg.iota` (root, map from the kernel's
+/// iteration dims): the `tgk.index` computing it, built with `b`; null when
+/// `root` is not an iota.
+mlir::Value buildIndexOf(mlir::OpBuilder &b, mlir::Value root, mlir::AffineMap map);
+
 /// Layout ops still used by something other than a layout op or a kernel
 /// (an extern call, the return) after fusion: a remap that came from an ATen
 /// view becomes that view again (zero-copy); others are materialized by a

@@ -27,7 +27,11 @@ def PushRemaps : Pass<"tg-push-remaps", "::mlir::func::FuncOp"> {
     reduction over non-trailing dims (which reads its input through a
     permuting remap) fuses with its producers into one row kernel, and a
     pointwise chain read through a transpose fuses with its reader. Nothing
-    is computed twice: the op had no other use. The new remaps have no ATen
+    is computed twice: the op had no other use.
+
+    Likewise a `tg.broadcast` of a pointwise op computed from constants and
+    `tg.iota` only (a causal mask: `triu(ones)`) moves onto that op's
+    operands, so the readers compute the mask inline instead of reading it. The new remaps have no ATen
     view to fall back to; fusion absorbs them into kernel index maps.
   }];
 }

@@ -14,8 +14,22 @@ using namespace tgc;
 
 namespace {
 
+/// Whether `v` is computed from constants and indices only (a mask such as
+/// triu(ones)): cheap to recompute wherever it is read.
+bool indexOnly(Value v, int depth = 0) {
+  v = throughLayout(v);
+  Operation *d = v.getDefiningOp();
+  if (!d || depth > 16)
+    return false;
+  if (isa<tg::ConstantOp, tg::IotaOp>(d))
+    return true;
+  return isa<tg::ScalarizableOpInterface>(d) &&
+         llvm::all_of(d->getOperands(), [&](Value o) { return indexOnly(o, depth + 1); });
+}
+
 struct PushRemapsPass : public tgc::impl::PushRemapsBase<PushRemapsPass> {
   void runOnOperation() override {
+    pushBroadcasts();
     // Until nothing moves: a remap pushed through one op may meet another.
     for (bool changed = true; changed;) {
       changed = false;
@@ -46,6 +60,40 @@ struct PushRemapsPass : public tgc::impl::PushRemapsBase<PushRemapsPass> {
         r.getResult().replaceAllUsesWith(q->getResult(0));
         r.erase();
         p->erase();
+        changed = true;
+      }
+    }
+  }
+
+  /// broadcast(p(a, b)) -> p(broadcast(a), broadcast(b)) for index-only p
+  /// (cloned when it has other uses): the broadcast's readers then compute the values in
+  /// their own kernels instead of reading a materialized mask.
+  void pushBroadcasts() {
+    for (bool changed = true; changed;) {
+      changed = false;
+      SmallVector<tg::BroadcastOp> casts;
+      getOperation().walk([&](tg::BroadcastOp c) { casts.push_back(c); });
+      for (tg::BroadcastOp c : casts) {
+        Operation *p = c.getInput().getDefiningOp();
+        // Index-only values are recomputed for each reader that broadcasts
+        // them (their other readers keep the original).
+        if (!p || !isa<tg::ScalarizableOpInterface>(p) || p->getNumResults() != 1 ||
+            !indexOnly(p->getResult(0)))
+          continue;
+        auto shape = cast<RankedTensorType>(c.getType()).getShape();
+        OpBuilder b(c);
+        IRMapping mapping;
+        for (Value o : p->getOperands()) {
+          auto t = RankedTensorType::get(shape, cast<ShapedType>(o.getType()).getElementType());
+          mapping.map(o, b.create<tg::BroadcastOp>(c.getLoc(), t, o).getResult());
+        }
+        Operation *q = b.clone(*p, mapping);
+        q->getResult(0).setType(c.getType());
+        q->removeAttr("tg.strides");
+        c.getResult().replaceAllUsesWith(q->getResult(0));
+        c.erase();
+        if (p->use_empty())
+          p->erase();
         changed = true;
       }
     }

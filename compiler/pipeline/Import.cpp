@@ -847,6 +847,34 @@ bool Importer::importComposite(const SegmentNode &node) {
       return false;
     return done(castTo(in, elt));
   }
+  if ((q == "aten::triu" || q == "aten::tril") && out.getRank() >= 2) {
+    // Keep x where col - row >= k (triu) or <= k (tril), else 0.
+    int64_t k = node.args.size() > 1 && node.args[1].kind == ArgValue::Int ? node.args[1].i : 0;
+    int64_t r = out.getRank();
+    auto it = RankedTensorType::get(out.getShape(), b.getI64Type());
+    Value row = b.create<tg::IotaOp>(loc, it, b.getI64IntegerAttr(r - 2));
+    Value col = b.create<tg::IotaOp>(loc, it, b.getI64IntegerAttr(r - 1));
+    Value diff = b.create<tg::SubOp>(loc, it, col, row);
+    Value keep = cmp(diff, scalar(double(k), it), q == "aten::triu" ? "ge" : "le");
+    Value x = as(node.args[0], elt);
+    return x && done(b.create<tg::SelectOp>(loc, out, keep, x, scalar(0, out)));
+  }
+  if ((q == "aten::arange" || q == "aten::arange.start" || q == "aten::arange.start_step") &&
+      out.getRank() == 1) {
+    // start + i * step, computed in f64 for float results (as ATen's
+    // accumulate type does) and in i64 for integers.
+    auto num = [](const ArgValue &a) { return a.kind == ArgValue::Double ? a.d : double(a.i); };
+    bool hasStart = q != "aten::arange";
+    double start = hasStart ? num(node.args[0]) : 0;
+    double step = q == "aten::arange.start_step" ? num(node.args[2]) : 1;
+    auto it = RankedTensorType::get(out.getShape(), b.getI64Type());
+    Value i = b.create<tg::IotaOp>(loc, it, b.getI64IntegerAttr(0));
+    Type ct = isa<FloatType>(elt) ? Type(b.getF64Type()) : Type(b.getI64Type());
+    auto t = RankedTensorType::get(out.getShape(), ct);
+    Value v = castTo(i, ct);
+    v = b.create<tg::AddOp>(loc, t, b.create<tg::MulOp>(loc, t, v, scalar(step, t)), scalar(start, t));
+    return done(v);
+  }
   if ((q == "aten::ones" || q == "aten::zeros" || q == "aten::full") && !node.args.empty()) {
     // A filled tensor is a splat constant, broadcast: kernels read it as an
     // immediate. (Device and layout were checked by capture; dtype is the

@@ -112,3 +112,54 @@ TEST(ReductionEdges, NanAndInfinityFollowATen) {
 }
 
 } // namespace
+
+namespace {
+
+// Index-built ops: triu/tril masks and arange are computed in the kernels
+// that read them (tg.iota -> tgk.index), never loaded from memory.
+TEST(IndexOps, TriuTrilArangeMatchEager) {
+  torch::NoGradGuard noGrad;
+  auto fn = [](torch::Tensor x) {
+    auto a = torch::triu(x, 1) + torch::tril(x, -2) * 2;
+    auto r = torch::arange(x.size(-1), x.options()) * 0.5 + torch::arange(3, 3 + 2 * x.size(-1), 2, x.options());
+    return a + r;
+  };
+  for (auto shape : {std::vector<int64_t>{5, 7}, std::vector<int64_t>{2, 6, 6}}) {
+    torch::Tensor x = torch::randn(shape);
+    tgc::reset();
+    auto f = tgc::compile(fn);
+    EXPECT_TRUE(torch::allclose(f(x), fn(x), 1e-6, 1e-6));
+    tgc::Stats s = tgc::stats();
+    EXPECT_EQ(s.extern_calls, 0);
+    EXPECT_EQ(s.kernel_launches, 1);
+  }
+}
+
+TEST(IndexOps, CausalMaskFusesIntoSoftmax) {
+  torch::NoGradGuard noGrad;
+  auto fn = [](torch::Tensor att) {
+    int64_t t = att.size(-1);
+    auto mask = torch::ones({t, t}, att.options().dtype(torch::kBool)).triu(1);
+    return torch::softmax(att.masked_fill(mask, -INFINITY), -1);
+  };
+  torch::Tensor att = torch::randn({2, 3, 8, 8});
+  tgc::reset();
+  auto f = tgc::compile(fn);
+  EXPECT_TRUE(torch::allclose(f(att), fn(att), 1e-6, 1e-6));
+  tgc::Stats s = tgc::stats();
+  EXPECT_EQ(s.extern_calls, 0);
+  EXPECT_EQ(s.kernel_launches, 1) << "mask, masked_fill and softmax in one row kernel";
+}
+
+TEST(IndexOps, RmsNormIsOneRowKernel) {
+  torch::NoGradGuard noGrad;
+  torch::Tensor x = torch::randn({6, 64}), w = torch::randn({64});
+  auto fn = [](torch::Tensor x, torch::Tensor w) { return torch::rms_norm(x, {64}, w, 1e-6); };
+  tgc::reset();
+  auto f = tgc::compile(fn);
+  EXPECT_TRUE(torch::allclose(f(x, w), fn(x, w), 1e-5, 1e-5));
+  EXPECT_EQ(tgc::stats().kernel_launches, 1);
+  EXPECT_EQ(tgc::stats().extern_calls, 0);
+}
+
+} // namespace

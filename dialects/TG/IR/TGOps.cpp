@@ -416,6 +416,16 @@ OpFoldResult BroadcastOp::fold(FoldAdaptor) {
   return {};
 }
 
+LogicalResult IotaOp::verify() {
+  auto t = cast<RankedTensorType>(getType());
+  if (getDim() < 0 || getDim() >= t.getRank())
+    return emitOpError("dim ") << getDim() << " is not a dimension of a rank-" << t.getRank()
+                               << " tensor";
+  if (!t.getElementType().isInteger(64))
+    return emitOpError("produces i64 indices");
+  return success();
+}
+
 //===----------------------------------------------------------------------===//
 // RemapOp
 //===----------------------------------------------------------------------===//

@@ -269,6 +269,24 @@ def TG_BroadcastOp : TG_Op<"broadcast", [Pure]> {
   }];
 }
 
+def TG_IotaOp : TG_Op<"iota", [Pure]> {
+  let summary = "each element is its own index along one dimension";
+  let description = [{
+    `result[i] = i[dim]`, an integer tensor. Kernels never read it from
+    memory: fusion turns it (through any broadcasts and remaps) into a
+    `tgk.index` of the iteration indices. Import builds `arange`, `triu` and
+    `tril` on it.
+
+    ```mlir
+    %cols = tg.iota {dim = 1 : i64} : tensor<4x8xi64>
+    ```
+  }];
+  let arguments = (ins I64Attr:$dim);
+  let results = (outs TG_StaticTensor:$result);
+  let assemblyFormat = "attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
+
 def TG_RemapOp : TG_Op<"remap", [Pure]> {
   let summary = "a layout op: each result element is an input element picked by an affine map";
   let description = [{

@@ -211,5 +211,17 @@ void KernelOp::getCanonicalizationPatterns(RewritePatternSet &results,
   results.add<DropUnusedResults>(context);
 }
 
+LogicalResult IndexOp::verify() {
+  Operation *parent = (*this)->getParentOp();
+  int64_t rank = 0;
+  if (auto k = dyn_cast<KernelOp>(parent))
+    rank = k.getIterationShape().size();
+  else if (auto r = dyn_cast<RowKernelOp>(parent))
+    rank = r.getOuterShape().size() + r.getRowShape().size();
+  if (getMap().getNumResults() != 1 || getMap().getNumDims() != rank || getMap().getNumSymbols())
+    return emitOpError("map must take the kernel's ") << rank << " iteration dims to one index";
+  return success();
+}
+
 #define GET_OP_CLASSES
 #include "dialects/TGK/IR/TGKOps.cpp.inc"

@@ -164,6 +164,25 @@ def TGK_ReduceOp : TGK_Op<"reduce", [Pure, SameOperandsAndResultType,
   let assemblyFormat = "$value attr-dict `:` type($result)";
 }
 
+def TGK_IndexOp : TGK_Op<"index", [Pure,
+    ParentOneOf<["KernelOp", "RowKernelOp"]>]> {
+  let summary = "an affine function of the current iteration's indices";
+  let description = [{
+    The value of `map` (one result, one dim per iteration dim of the
+    enclosing kernel) at the current iteration, as an i64. Fusion makes it
+    from a `tg.iota` read through broadcasts and remaps; triangular masks
+    and `arange` are built on it.
+
+    ```mlir
+    %c = tgk.index {map = affine_map<(d0, d1) -> (d1)>} : i64
+    ```
+  }];
+  let arguments = (ins AffineMapAttr:$map);
+  let results = (outs I64:$result);
+  let assemblyFormat = "attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
+
 def TGK_YieldOp : TGK_Op<"yield", [Pure, Terminator,
     ParentOneOf<["KernelOp", "RowKernelOp"]>]> {
   let summary = "yields one element of each kernel result";

@@ -136,6 +136,9 @@ LogicalResult BodyPrinter::print(Operation *op, std::string &error) {
   std::optional<std::string> expr =
       llvm::TypeSwitch<Operation *, std::optional<std::string>>(op)
           .Case([&](arith::ConstantOp c) { return literal(c.getValue()); })
+          .Case([&](tgk::UniformOp o) {
+            return fmt::format("tgc_uniform({}, {})", name(o.getSeed()), name(o.getCounter()));
+          })
           .Case([&](tgk::IndexOp o) {
             return indexExpr(o.getMap().getResult(0), "long long", dimName);
           })

@@ -47,7 +47,7 @@ private:
 } // namespace
 
 static bool isFusible(Operation *op) {
-  return isa<tg::ScalarizableOpInterface>(op);
+  return isa<tg::ScalarizableOpInterface, tg::UniformOp>(op);
 }
 
 static ArrayRef<int64_t> shapeOf(Operation *op) {
@@ -127,11 +127,16 @@ void FusePointwisePass::buildKernel(Group &g, unsigned index) {
 
   // Inputs: (buffer, map) pairs read by members from outside the group.
   llvm::MapVector<std::pair<Value, AffineMap>, unsigned> inputs;
+  AffineMap toScalar = AffineMap::get(shape.size(), 0, ArrayRef<AffineExpr>{}, ctx);
   for (Operation *m : g.members)
     for (Value v : m->getOperands()) {
       Operation *def = v.getDefiningOp();
       if ((def && g.memberSet.contains(def)) || splatValue(v))
         continue;
+      if (isa<tg::UniformOp>(m)) { // the 0-d seed, the same for every element
+        inputs.insert({traceLayout(v, toScalar), inputs.size()});
+        continue;
+      }
       auto key = traceLayout(v, identity);
       if (splatValue(key.first) || key.first.getDefiningOp<tg::IotaOp>())
         continue; // an immediate, or indices the body computes
@@ -187,6 +192,22 @@ void FusePointwisePass::buildKernel(Group &g, unsigned index) {
     return body->getArgument(inputs.lookup(key));
   };
   for (Operation *m : g.members) {
+    if (auto u = dyn_cast<tg::UniformOp>(m)) {
+      // Counter: the element's row-major index in the kernel's space.
+      SmallVector<int64_t> strides = contiguousStrides(shape);
+      AffineExpr linear = getAffineConstantExpr(0, ctx);
+      for (size_t d = 0; d < shape.size(); ++d)
+        linear = linear + getAffineDimExpr(d, ctx) * strides[d];
+      Value counter = bb.create<tgk::IndexOp>(
+          m->getLoc(), bb.getI64Type(),
+          AffineMapAttr::get(AffineMap::get(shape.size(), 0, linear, ctx)));
+      Value seed = scalar.lookup(u.getSeed());
+      if (!seed)
+        seed = body->getArgument(inputs.lookup(traceLayout(u.getSeed(), toScalar)));
+      scalar[u.getResult()] =
+          bb.create<tgk::UniformOp>(m->getLoc(), bb.getF32Type(), seed, counter);
+      continue;
+    }
     SmallVector<Value> operands;
     for (Value v : m->getOperands())
       operands.push_back(scalarOf(v));

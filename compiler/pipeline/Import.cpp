@@ -84,6 +84,11 @@ private:
   /// ATen view ops (and flip) as tg.remap; false for other forms.
   bool importLayout(const SegmentNode &node);
   Value remap(Value x, RankedTensorType to, AffineMap map);
+  /// bernoulli_(x, p) on a fresh buffer: 1 with probability p, from
+  /// tgc's counter-based RNG (see tg.uniform).
+  bool importBernoulli(const SegmentNode &node);
+  /// A 0-d i64 seed drawn from ATen's default generator at each call.
+  Value drawSeed();
   /// split / split_with_sizes / unbind: one slice or select remap per part.
   bool importSplit(const SegmentNode &node);
   Type computeTypeOf(ArrayRef<const ArgValue *> args);
@@ -364,7 +369,12 @@ static bool functionalizable(const SegmentNode &n) {
       "aten::add_", "aten::sub_", "aten::mul_", "aten::div_", "aten::relu_", "aten::clamp_",
       "aten::clamp_min_", "aten::clamp_max_", "aten::masked_fill_", "aten::exp_", "aten::tanh_",
       "aten::sigmoid_", "aten::neg_", "aten::gelu_", "aten::silu_", "aten::hardtanh_",
-      "aten::leaky_relu_", "aten::sqrt_", "aten::rsqrt_", "aten::abs_", "aten::pow_"};
+      "aten::leaky_relu_", "aten::sqrt_", "aten::rsqrt_", "aten::abs_", "aten::pow_",
+      "aten::bernoulli_"};
+  if (n.op == "aten::bernoulli_" &&
+      (n.overload != "float" || n.args.size() < 2 || n.args[1].kind != ArgValue::Double ||
+       (n.args.size() > 2 && n.args[2].kind != ArgValue::None)))
+    return false; // only a float probability with the default generator
   return names.count(n.op) && n.outputs.size() == 1 && !n.args.empty() &&
          n.args[0].kind == ArgValue::Tensor;
 }
@@ -422,14 +432,19 @@ void Importer::planFunctionalization() {
   }
 }
 
-/// Whether value `id` is read by a node or returned.
-static bool isUsed(const Segment &seg, int id) {
+/// Whether value `id` is read by a node or returned. `overwrites` are nodes
+/// that only replace the value's contents (functionalized bernoulli_): they
+/// do not read it.
+static bool isUsed(const Segment &seg, int id, const std::set<size_t> &overwrites) {
   if (std::count(seg.outputs.begin(), seg.outputs.end(), id))
     return true;
-  for (const SegmentNode &n : seg.nodes)
-    for (const ArgValue &a : n.args)
+  for (size_t i = 0; i < seg.nodes.size(); ++i) {
+    if (overwrites.count(i))
+      continue;
+    for (const ArgValue &a : seg.nodes[i].args)
       if (std::count(a.tensors.begin(), a.tensors.end(), id))
         return true;
+  }
   return false;
 }
 
@@ -438,10 +453,20 @@ LogicalResult Importer::importAt(size_t index) {
   // Allocations nobody reads (ATen's batch_norm makes some) cost a call.
   static const std::set<std::string> allocations = {"aten::empty", "aten::empty_like",
                                                     "aten::empty_strided", "aten::new_empty"};
+  std::set<size_t> overwrites;
+  for (size_t i : functional)
+    if (seg.nodes[i].op == "aten::bernoulli_")
+      overwrites.insert(i);
   if (allocations.count(node.op) &&
       std::none_of(node.outputs.begin(), node.outputs.end(),
-                   [&](int id) { return isUsed(seg, id); }))
+                   [&](int id) { return isUsed(seg, id, overwrites); }))
     return success();
+  if (node.op == "aten::bernoulli_" && functional.count(index)) {
+    if (!importBernoulli(node))
+      return importExtern(node); // (unreachable for the float overload)
+    values[node.args[0].tensors[0]] = values.lookup(node.outputs[0]);
+    return success();
+  }
   if (!functional.count(index))
     return importNode(node);
   SegmentNode f = node;
@@ -518,6 +543,31 @@ static AffineMap reshapeMap(ArrayRef<int64_t> in, ArrayRef<int64_t> out, MLIRCon
 
 Value Importer::remap(Value x, RankedTensorType to, AffineMap map) {
   return b.create<tg::RemapOp>(loc, to, x, AffineMapAttr::get(map), StringAttr(), ArrayAttr());
+}
+
+Value Importer::drawSeed() {
+  auto seedType = RankedTensorType::get({}, b.getI64Type());
+  auto draw = b.create<tg::ExternOp>(
+      loc, TypeRange{seedType}, b.getStringAttr("aten::randint.low"), ValueRange{},
+      b.getArrayAttr({b.getI64IntegerAttr(0), b.getI64IntegerAttr(int64_t(1) << 62),
+                      b.getDenseI64ArrayAttr({}), b.getI64IntegerAttr(4) /* Long */,
+                      b.getUnitAttr(), tg::DeviceAttr::get(b.getContext(), seg.device),
+                      b.getUnitAttr()}),
+      b.getArrayAttr({b.getDenseI64ArrayAttr({})}));
+  return draw.getResult(0);
+}
+
+bool Importer::importBernoulli(const SegmentNode &node) {
+  if (node.overload != "float" || node.args.size() < 2 || node.args[1].kind != ArgValue::Double ||
+      (node.args.size() > 2 && node.args[2].kind != ArgValue::None))
+    return false; // a tensor of probabilities, or a user's generator
+  RankedTensorType out = typeOf(node.outputs[0]);
+  auto ft = RankedTensorType::get(out.getShape(), b.getF32Type());
+  Value u = b.create<tg::UniformOp>(loc, ft, drawSeed());
+  auto i1 = RankedTensorType::get(out.getShape(), b.getI1Type());
+  Value hit = b.create<tg::CompareOp>(loc, i1, u, scalar(node.args[1].d, ft), b.getStringAttr("lt"));
+  finish(castTo(hit, out.getElementType()), node.outputs[0]);
+  return true;
 }
 
 bool Importer::importSplit(const SegmentNode &node) {
@@ -1159,6 +1209,24 @@ bool Importer::importRowOp(const SegmentNode &node) {
         return true; // unused in practice; a reader makes import fail loudly
       values[id] = b.create<tg::ConstantOp>(loc, DenseElementsAttr::get(et, ArrayRef<Attribute>{}));
     }
+    return true;
+  }
+  if (q == "aten::native_dropout" && node.outputs.size() == 2 && node.args.size() >= 3 &&
+      node.args[2].kind == ArgValue::Bool && node.args[2].b && isa<FloatType>(xt.getElementType())) {
+    // keep = uniform >= p (probability 1 - p); out = keep ? x / (1 - p) : 0.
+    // The seed is drawn per call from ATen's default generator by an ATen
+    // randint step, so manual_seed makes the result reproducible.
+    double p = node.args[1].d;
+    auto ft = RankedTensorType::get(xt.getShape(), b.getF32Type());
+    Value u = b.create<tg::UniformOp>(loc, ft, drawSeed());
+    auto i1 = RankedTensorType::get(xt.getShape(), b.getI1Type());
+    Value keep = b.create<tg::CompareOp>(loc, i1, u, scalar(p, ft), b.getStringAttr("ge"));
+    Type ct = xt.getElementType().isF64() ? xt.getElementType() : Type(b.getF32Type());
+    auto t = RankedTensorType::get(xt.getShape(), ct);
+    double scale = p >= 1.0 ? 0.0 : 1.0 / (1.0 - p);
+    Value scaled = b.create<tg::MulOp>(loc, t, castTo(x, ct), scalar(scale, t));
+    finish(b.create<tg::SelectOp>(loc, t, keep, scaled, scalar(0, t)), node.outputs[0]);
+    finish(keep, node.outputs[1]);
     return true;
   }
   if (q == "aten::native_layer_norm") {

@@ -416,6 +416,15 @@ OpFoldResult BroadcastOp::fold(FoldAdaptor) {
   return {};
 }
 
+LogicalResult UniformOp::verify() {
+  auto seed = cast<RankedTensorType>(getSeed().getType());
+  if (seed.getRank() != 0 || !seed.getElementType().isInteger(64))
+    return emitOpError("seed must be a 0-d i64 tensor");
+  if (!cast<RankedTensorType>(getType()).getElementType().isF32())
+    return emitOpError("produces f32");
+  return success();
+}
+
 LogicalResult IotaOp::verify() {
   auto t = cast<RankedTensorType>(getType());
   if (getDim() < 0 || getDim() >= t.getRank())

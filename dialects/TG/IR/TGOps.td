@@ -287,6 +287,27 @@ def TG_IotaOp : TG_Op<"iota", [Pure]> {
   let hasVerifier = 1;
 }
 
+def TG_UniformOp : TG_Op<"uniform", [Pure]> {
+  let summary = "counter-based uniform random numbers in [0, 1)";
+  let description = [{
+    Element `i` (row-major linear index) is Philox4x32-10 of counter `i`
+    under the 64-bit key `seed` (a 0-d i64 tensor), as a float in [0, 1)
+    with 24 random bits. The same seed gives the same tensor on every
+    backend; import draws a fresh seed per call from ATen's default
+    generator, so `torch::manual_seed` makes compiled dropout reproducible
+    (its bits differ from eager's, which uses another generator). Fusion
+    computes it inside the kernels that read it.
+
+    ```mlir
+    %u = tg.uniform %seed : tensor<i64> -> tensor<4x8xf32>
+    ```
+  }];
+  let arguments = (ins TG_StaticTensor:$seed);
+  let results = (outs TG_StaticTensor:$result);
+  let assemblyFormat = "$seed attr-dict `:` type($seed) `->` type($result)";
+  let hasVerifier = 1;
+}
+
 def TG_RemapOp : TG_Op<"remap", [Pure]> {
   let summary = "a layout op: each result element is an input element picked by an affine map";
   let description = [{

@@ -183,6 +183,23 @@ def TGK_IndexOp : TGK_Op<"index", [Pure,
   let hasVerifier = 1;
 }
 
+def TGK_UniformOp : TGK_Op<"uniform", [Pure,
+    ParentOneOf<["KernelOp", "RowKernelOp"]>]> {
+  let summary = "Philox4x32-10 uniform float of (seed, counter)";
+  let description = [{
+    `tgc_uniform(seed, counter)` of the codegen preludes: the first output
+    word of Philox4x32-10 with key `seed` and counter `counter`, top 24 bits
+    scaled to [0, 1).
+
+    ```mlir
+    %u = tgk.uniform %seed, %i : f32
+    ```
+  }];
+  let arguments = (ins I64:$seed, I64:$counter);
+  let results = (outs F32:$result);
+  let assemblyFormat = "$seed `,` $counter attr-dict `:` type($result)";
+}
+
 def TGK_YieldOp : TGK_Op<"yield", [Pure, Terminator,
     ParentOneOf<["KernelOp", "RowKernelOp"]>]> {
   let summary = "yields one element of each kernel result";

@@ -33,6 +33,8 @@ Stats stats() {
   s.kernel_launches = c.kernelLaunches;
   s.extern_calls = c.externCalls;
   s.view_calls = c.viewCalls;
+  s.arena_bytes = c.arenaBytes;
+  s.unshared_bytes = c.unsharedBytes;
   s.captures = c.captures;
   s.pipelines_run = c.pipelinesRun;
   return s;

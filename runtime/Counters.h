@@ -18,6 +18,8 @@ struct Counters {
   std::atomic<int64_t> kernelLaunches{0};
   std::atomic<int64_t> externCalls{0}; ///< ATen calls that compute
   std::atomic<int64_t> viewCalls{0};   ///< ATen view calls (metadata only)
+  std::atomic<int64_t> arenaBytes{0};    ///< arena of the graph loaded last
+  std::atomic<int64_t> unsharedBytes{0}; ///< the same buffers without reuse
   std::atomic<int64_t> captures{0}; ///< times user code ran under the tracer
   std::atomic<int64_t> pipelinesRun{0}; ///< MLIR pipelines run (graph-layer misses)
 };

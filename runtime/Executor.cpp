@@ -1,6 +1,9 @@
 //===- Executor.cpp - Plan execution: kernel launches and ATen calls ------===//
 #include "runtime/Executor.h"
 
+#include <ATen/ops/empty.h>
+#include <ATen/ops/from_blob.h>
+
 #include "runtime/Counters.h"
 #include "runtime/Log.h"
 
@@ -82,6 +85,26 @@ std::shared_ptr<CompiledGraph> CompiledGraph::load(Plan plan,
     g->isView_.push_back(!returns.empty() && returns[0].alias_info() &&
                          !returns[0].alias_info()->isWrite());
   }
+  // Buffer reuse: an ATen call with any alias annotation (a view, an
+  // in-place or out= form) might keep an alias of its arguments.
+  std::vector<bool> mayAlias;
+  for (const c10::OperatorHandle &op : g->ops_) {
+    bool alias = false;
+    for (const auto &a : op.schema().arguments())
+      alias |= a.alias_info() != nullptr;
+    for (const auto &r : op.schema().returns())
+      alias |= r.alias_info() != nullptr;
+    // _unsafe_view, unsafe_split, unsafe_chunk return views without saying so.
+    alias |= op.schema().name().find("unsafe") != std::string::npos;
+    mayAlias.push_back(alias);
+  }
+  g->memory_ = planMemory(p, mayAlias);
+  counters().arenaBytes = g->memory_.arenaBytes;
+  counters().unsharedBytes = g->memory_.unsharedBytes;
+  if (logEnabled("memory"))
+    log("memory", "graph: arena of " + std::to_string(g->memory_.arenaBytes) +
+                      " bytes for intermediates (" + std::to_string(g->memory_.unsharedBytes) +
+                      " without reuse, peak live " + std::to_string(g->memory_.peakLiveBytes) + ")");
   // Liveness: release each intermediate after its last use.
   std::vector<int> lastUse(p.values.size(), -1);
   auto use = [&](int v, int step) { lastUse[v] = std::max(lastUse[v], step); };
@@ -108,15 +131,20 @@ std::shared_ptr<CompiledGraph> CompiledGraph::load(Plan plan,
 
 void CompiledGraph::runKernel(const KernelStep &k,
                               std::vector<at::Tensor> &values,
-                              const at::Device &device) const {
+                              const at::Device &device, const at::Tensor &arena) const {
   std::vector<void *> buffers;
   buffers.reserve(k.inputs.size() + k.outputs.size());
   for (int v : k.inputs)
     buffers.push_back(values[v].data_ptr());
   for (int v : k.outputs) {
     const TensorSpec &s = plan_.values[v];
-    values[v] = at::empty_strided(
-        s.sizes, s.strides, at::TensorOptions().dtype(toScalarType(s.dtype)).device(device));
+    auto options = at::TensorOptions().dtype(toScalarType(s.dtype)).device(device);
+    int64_t offset = memory_.offset[v];
+    if (offset >= 0 && arena.defined())
+      values[v] = at::from_blob(static_cast<uint8_t *>(arena.data_ptr()) + offset, s.sizes,
+                                s.strides, [keep = arena](void *) {}, options);
+    else
+      values[v] = at::empty_strided(s.sizes, s.strides, options);
     buffers.push_back(values[v].data_ptr());
   }
   size_t index = &k - plan_.kernels.data();
@@ -212,10 +240,13 @@ CompiledGraph::run(const std::vector<at::Tensor> &inputs) const {
   for (size_t i = 0; i < inputs.size(); ++i)
     values[plan_.inputs[i]] = inputs[i];
   at::Device device = inputs.empty() ? at::Device(plan_.device) : inputs[0].device();
+  at::Tensor arena;
+  if (memory_.arenaBytes > 0)
+    arena = at::empty({memory_.arenaBytes}, at::TensorOptions().dtype(at::kByte).device(device));
   for (size_t s = 0; s < plan_.steps.size(); ++s) {
     const Step &st = plan_.steps[s];
     if (st.kind == Step::Kernel)
-      runKernel(plan_.kernels[st.index], values, device);
+      runKernel(plan_.kernels[st.index], values, device, arena);
     else
       runExtern(st.index, values);
     for (int v : releaseAfter_[s])

@@ -3,6 +3,7 @@
 #define TGC_RUNTIME_EXECUTOR_H
 
 #include "runtime/HostCompiler.h"
+#include "runtime/MemoryPlan.h"
 #include "runtime/Plan.h"
 
 #include <ATen/core/Tensor.h>
@@ -33,12 +34,14 @@ public:
   const Plan &plan() const { return plan_; }
   /// Kernels compiled by this load (0 when all came from the disk cache).
   int64_t kernelsCompiled() const { return kernelsCompiled_; }
+  /// Where the plan's intermediates live: one arena per run, reused slots.
+  const MemoryPlan &memoryPlan() const { return memory_; }
 
 private:
   using CpuKernel = void (*)(void *const *);
   explicit CompiledGraph(Plan plan) : plan_(std::move(plan)) {}
   void runKernel(const KernelStep &k, std::vector<at::Tensor> &values,
-                 const at::Device &device) const;
+                 const at::Device &device, const at::Tensor &arena) const;
   void runExtern(size_t index, std::vector<at::Tensor> &values) const;
 
   Plan plan_;
@@ -48,6 +51,7 @@ private:
   std::vector<bool> isView_; ///< the op returns an alias of an input (no work)
   std::vector<std::vector<int>> releaseAfter_; ///< per step: dead buffers
   int64_t kernelsCompiled_ = 0;
+  MemoryPlan memory_;
 };
 
 } // namespace tgc

@@ -387,7 +387,8 @@ static bool isAliasing(const SegmentNode &n) {
       "aten::expand", "aten::slice", "aten::select", "aten::split", "aten::split_with_sizes",
       "aten::unbind", "aten::as_strided", "aten::diagonal", "aten::unfold", "aten::detach",
       "aten::narrow", "aten::view_as_real", "aten::view_as_complex", "aten::chunk",
-      "aten::unflatten", "aten::movedim", "aten::swapaxes", "aten::lift_fresh"};
+      "aten::unflatten", "aten::movedim", "aten::swapaxes", "aten::lift_fresh",
+      "aten::unsafe_split", "aten::unsafe_split_with_sizes", "aten::unsafe_chunk"};
   return names.count(n.op) || (n.mutates && !n.outputs.empty());
 }
 
@@ -397,10 +398,31 @@ void Importer::planFunctionalization() {
   for (size_t i = 0; i < parent.size(); ++i)
     parent[i] = i;
   std::function<int(int)> find = [&](int v) { return parent[v] == v ? v : parent[v] = find(parent[v]); };
+  // The parts of a split are disjoint: each overlaps its base, not its
+  // siblings. They get their own classes, linked to the base's.
+  static const std::set<std::string> splits = {
+      "aten::split", "aten::split_with_sizes", "aten::unbind", "aten::unsafe_split",
+      "aten::unsafe_split_with_sizes", "aten::chunk", "aten::unsafe_chunk"};
+  std::vector<std::pair<int, int>> partOf; // (part, base)
   for (const SegmentNode &n : seg.nodes)
     if (isAliasing(n) && !n.args.empty() && n.args[0].kind == ArgValue::Tensor)
-      for (int out : n.outputs)
-        parent[find(out)] = find(n.args[0].tensors[0]);
+      for (int out : n.outputs) {
+        if (splits.count(n.op))
+          partOf.push_back({out, n.args[0].tensors[0]});
+        else
+          parent[find(out)] = find(n.args[0].tensors[0]);
+      }
+  // Classes a write to `x` is visible through: its own and its bases'.
+  auto watchedBy = [&](int x) {
+    std::set<int> watched{find(x)};
+    for (bool grew = true; grew;) {
+      grew = false;
+      for (auto [part, base] : partOf)
+        if (watched.count(find(part)) && watched.insert(find(base)).second)
+          grew = true;
+    }
+    return watched;
+  };
   // Where each value is defined: -1 for inputs, else its node's index.
   std::vector<int64_t> defined(seg.values.size(), -1);
   for (size_t i = 0; i < seg.nodes.size(); ++i)
@@ -414,13 +436,14 @@ void Importer::planFunctionalization() {
     // An alias made before the write (other than the written value itself)
     // would see the write in eager: none may be an input, an output or read
     // afterwards. Aliases made later derive from the new value.
+    std::set<int> watched = watchedBy(x);
     auto stale = [&](int id) {
-      return id >= 0 && id != x && id != n.outputs[0] && find(id) == find(x) &&
+      return id >= 0 && id != x && id != n.outputs[0] && watched.count(find(id)) &&
              defined[id] <= (int64_t)i;
     };
     bool ok = defined[x] >= 0;
     for (int id : seg.inputs)
-      ok &= find(id) != find(x);
+      ok &= !watched.count(find(id));
     for (int id : seg.outputs)
       ok &= !stale(id);
     for (size_t j = i + 1; j < seg.nodes.size() && ok; ++j)
@@ -617,7 +640,8 @@ bool Importer::importLayout(const SegmentNode &node) {
   std::string q = qualified(node);
   if (node.args.empty() || node.args[0].kind != ArgValue::Tensor)
     return false;
-  if ((q == "aten::split.Tensor" || q == "aten::split_with_sizes" || q == "aten::unbind.int") &&
+  if ((q == "aten::split.Tensor" || q == "aten::split_with_sizes" || q == "aten::unbind.int" ||
+       q == "aten::unsafe_split.Tensor" || q == "aten::unsafe_split_with_sizes") &&
       viewsAsRemaps)
     return importSplit(node);
   if (!views.count(q) || node.outputs.size() != 1)

@@ -134,3 +134,33 @@ TEST(LayoutOpsExtern, WritesThroughViewsStayVisible) {
 }
 
 } // namespace
+
+namespace {
+
+TEST(LayoutOpsExtern, WritesToSplitPartsReachTheBase) {
+  torch::NoGradGuard noGrad;
+  // The parts are written in place; reading the base afterwards must see it.
+  auto fn = [](torch::Tensor x) {
+    auto y = x * 2;
+    auto parts = y.split(3, 1);
+    parts[0].sigmoid_();
+    parts[1].tanh_();
+    return y + 1;
+  };
+  // Written parts whose base nobody reads again are functionalized.
+  auto fn2 = [](torch::Tensor x) {
+    auto parts = (x * 2).split(3, 1);
+    return parts[0].sigmoid_() * parts[1].tanh_();
+  };
+  torch::Tensor x = torch::randn({4, 6});
+  tgc::reset();
+  auto f = tgc::compile(fn);
+  EXPECT_TRUE(torch::allclose(f(x), fn(x), 1e-6, 1e-6));
+  tgc::reset();
+  auto f2 = tgc::compile(fn2);
+  EXPECT_TRUE(torch::allclose(f2(x), fn2(x), 1e-6, 1e-6));
+  EXPECT_LE(tgc::stats().kernel_launches, 2) << "functionalized: kernels only";
+  EXPECT_EQ(tgc::stats().extern_calls, 0);
+}
+
+} // namespace

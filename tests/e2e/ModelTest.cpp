@@ -122,3 +122,24 @@ TEST(Models, Gpt2Block) {
 }
 
 } // namespace
+
+namespace {
+
+TEST(MemoryPlanning, GptBlockReusesIntermediates) {
+  torch::manual_seed(6);
+  torch::NoGradGuard noGrad;
+  tgc::models::Gpt2Block block(128, 4);
+  torch::Tensor x = torch::randn({2, 32, 128});
+  tgc::reset();
+  auto f = tgc::compile(block);
+  torch::Tensor want = block->forward(x);
+  EXPECT_TRUE(torch::allclose(f->forward(x), want, 1e-4, 1e-4));
+  EXPECT_TRUE(torch::allclose(f->forward(x), want, 1e-4, 1e-4)) << "arena reused across calls";
+  tgc::Stats s = tgc::stats();
+  std::printf("[ memory ] gpt2_block: arena %lld bytes, %lld without reuse\n",
+              (long long)s.arena_bytes, (long long)s.unshared_bytes);
+  EXPECT_GT(s.arena_bytes, 0);
+  EXPECT_LT(s.arena_bytes, s.unshared_bytes) << "some intermediates share bytes";
+}
+
+} // namespace

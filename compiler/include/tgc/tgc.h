@@ -56,6 +56,10 @@ struct Stats {
   int64_t kernel_launches = 0;
   int64_t extern_calls = 0; ///< ATen calls inside compiled graphs that compute (mm, conv, ...)
   int64_t view_calls = 0;   ///< ATen view calls inside compiled graphs (no data moved)
+  /// Memory plan of the graph loaded last: the arena holding its
+  /// intermediates, and what those buffers would take without reuse.
+  int64_t arena_bytes = 0;
+  int64_t unshared_bytes = 0;
   int64_t captures = 0; ///< times the callable ran under the tracer (not replayed)
   int64_t pipelines_run = 0; ///< MLIR pipelines run (misses of the graph cache)
 };

@@ -1,0 +1,101 @@
+//===- MemoryPlan.cpp - buffer reuse for a Plan's intermediates -----------===//
+#include "runtime/MemoryPlan.h"
+
+#include <algorithm>
+#include <map>
+
+namespace tgc {
+
+static int64_t elementSize(DType t) {
+  switch (t) {
+  case DType::Bool: case DType::UInt8: case DType::Int8: return 1;
+  case DType::Int16: case DType::Float16: case DType::BFloat16: return 2;
+  case DType::Int32: case DType::Float32: return 4;
+  case DType::Int64: case DType::Float64: return 8;
+  }
+  return 8;
+}
+
+/// Bytes spanned by a strided buffer.
+static int64_t spanBytes(const TensorSpec &s) {
+  int64_t span = 1;
+  for (size_t d = 0; d < s.sizes.size(); ++d) {
+    if (s.sizes[d] == 0)
+      return 0;
+    span += (s.sizes[d] - 1) * std::max<int64_t>(s.strides[d], 0);
+  }
+  return span * elementSize(s.dtype);
+}
+
+MemoryPlan planMemory(const Plan &plan, const std::vector<bool> &externMayAlias) {
+  const size_t n = plan.values.size();
+  MemoryPlan mp;
+  mp.offset.assign(n, -1);
+  std::vector<int> first(n, -1), last(n, -1);
+  std::vector<bool> eligible(n, false);
+  for (size_t s = 0; s < plan.steps.size(); ++s) {
+    const Step &st = plan.steps[s];
+    if (st.kind == Step::Kernel) {
+      const KernelStep &k = plan.kernels[st.index];
+      for (int v : k.outputs) {
+        eligible[v] = true;
+        first[v] = s;
+        last[v] = std::max(last[v], (int)s);
+      }
+      for (int v : k.inputs)
+        last[v] = std::max(last[v], (int)s);
+    } else {
+      const ExternStep &e = plan.externs[st.index];
+      for (const ArgValue &a : e.args)
+        for (int v : a.tensors)
+          if (v >= 0) {
+            last[v] = std::max(last[v], (int)s);
+            if (externMayAlias[st.index])
+              eligible[v] = false; // an alias could outlive the slot
+          }
+    }
+  }
+  for (int v : plan.inputs)
+    eligible[v] = false;
+  for (int v : plan.outputs)
+    eligible[v] = false;
+
+  // Greedy by first write: place each buffer at the lowest offset that no
+  // live buffer overlaps.
+  struct Placed { int64_t begin, end; int last; };
+  std::vector<Placed> placed;
+  std::vector<int> order;
+  for (size_t v = 0; v < n; ++v)
+    if (eligible[v] && first[v] >= 0 && spanBytes(plan.values[v]) > 0)
+      order.push_back(v);
+  std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return first[a] < first[b]; });
+  for (int v : order) {
+    int64_t bytes = (spanBytes(plan.values[v]) + 63) / 64 * 64;
+    mp.unsharedBytes += bytes;
+    std::vector<std::pair<int64_t, int64_t>> busy;
+    for (const Placed &p : placed)
+      if (p.last >= first[v]) // still alive when v is written
+        busy.push_back({p.begin, p.end});
+    std::sort(busy.begin(), busy.end());
+    int64_t at = 0;
+    for (auto [b, e] : busy) {
+      if (at + bytes <= b)
+        break;
+      at = std::max(at, e);
+    }
+    mp.offset[v] = at;
+    placed.push_back({at, at + bytes, last[v]});
+    mp.arenaBytes = std::max(mp.arenaBytes, at + bytes);
+  }
+  // Peak of live arena bytes over the steps.
+  for (size_t s = 0; s < plan.steps.size(); ++s) {
+    int64_t live = 0;
+    for (int v : order)
+      if (first[v] <= (int)s && last[v] >= (int)s)
+        live += (spanBytes(plan.values[v]) + 63) / 64 * 64;
+    mp.peakLiveBytes = std::max(mp.peakLiveBytes, live);
+  }
+  return mp;
+}
+
+} // namespace tgc

@@ -1,0 +1,37 @@
+//===- MemoryPlan.h - buffer reuse for a Plan's intermediates -------------===//
+//
+// Kernel outputs that live only inside one run of a Plan (not returned, not
+// read by an ATen call that could keep an alias of them) share one arena:
+// each gets an offset, and buffers whose lifetimes do not overlap reuse the
+// same bytes. Plain C++: no LibTorch, no MLIR.
+//
+//===----------------------------------------------------------------------===//
+#ifndef TGC_RUNTIME_MEMORYPLAN_H
+#define TGC_RUNTIME_MEMORYPLAN_H
+
+#include "runtime/Plan.h"
+
+#include <cstdint>
+#include <vector>
+
+namespace tgc {
+
+struct MemoryPlan {
+  /// Byte offset of each value in the arena, or -1 when it is allocated on
+  /// its own (inputs, outputs, results of ATen calls, buffers an ATen call
+  /// might alias).
+  std::vector<int64_t> offset;
+  int64_t arenaBytes = 0;    ///< the arena one run allocates
+  int64_t peakLiveBytes = 0; ///< most intermediate bytes alive at one step
+  int64_t unsharedBytes = 0; ///< what the arena's buffers need without reuse
+};
+
+/// Plans the arena. `externMayAlias[i]` says extern step i may return or
+/// keep an alias of a tensor argument (views, in-place ops, out= forms).
+/// Offsets are 64-byte aligned; two buffers share bytes only when one's
+/// last use comes before the other's first write.
+MemoryPlan planMemory(const Plan &plan, const std::vector<bool> &externMayAlias);
+
+} // namespace tgc
+
+#endif // TGC_RUNTIME_MEMORYPLAN_H

@@ -36,6 +36,31 @@ def PushRemaps : Pass<"tg-push-remaps", "::mlir::func::FuncOp"> {
   }];
 }
 
+//===----------------------------------------------------------------------===//
+// Decomposition
+//===----------------------------------------------------------------------===//
+
+def Decompose : Pass<"tg-decompose", "::mlir::func::FuncOp"> {
+  let summary = "Rewrite composite `tg` ops into primitive ones";
+  let description = [{
+    `tg.gelu` becomes its formula in `tg` ops (erf form, or the tanh
+    approximation), so CSE can share `x * x` and the scaled input with
+    neighbouring ops; `tg.pow` by a splat constant exponent of 1, 2, 3, 0.5,
+    -0.5 or -1 becomes multiplications, `tg.sqrt`, `tg.rsqrt` or a division
+    (exact, and far cheaper than `powf`). Other exponents stay `tg.pow`.
+
+    ```
+    %y = tg.pow %x, (broadcast 3.0)
+      =>
+    %s = tg.mul %x, %x; %y = tg.mul %x, %s
+    ```
+
+    Import already expresses softmax, layer_norm, var/std, logsumexp and
+    norms in `tg.reduce` and pointwise ops, so this pass only sees the
+    composite pointwise ops the dialect keeps for readability.
+  }];
+}
+
 def SplitEpilogues : Pass<"tg-split-epilogues", "::mlir::func::FuncOp"> {
   let summary = "Take the bias add out of extern matmuls and convolutions that feed pointwise ops";
   let description = [{

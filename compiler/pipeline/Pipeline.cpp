@@ -235,6 +235,8 @@ PipelineResult runPipeline(const Segment &segment) {
 
   PassManager pm(&ctx);
   OpPassManager &fpm = pm.nest<func::FuncOp>();
+  fpm.addPass(createDecompose());
+  fpm.addPass(createCanonicalizerPass());
   fpm.addPass(createCSEPass());
   fpm.addPass(createSplitEpilogues());
   fpm.addPass(createPushRemaps());

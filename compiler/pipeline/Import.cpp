@@ -362,14 +362,15 @@ static bool floatOnlyEntry(const std::string &q) {
          q == "aten::trunc" || q == "aten::fmod.Tensor" || q == "aten::fmod.Scalar";
 }
 
-/// In-place ATen ops whose out-of-place form (the name without `_`, same
-/// arguments) tg imports.
+/// In-place ATen ops whose out-of-place form is the name without `_` with
+/// the same overload and arguments (pow_ is not: pow_.Scalar's functional
+/// twin is pow.Tensor_Scalar, while pow.Scalar takes a Scalar base).
 static bool functionalizable(const SegmentNode &n) {
   static const std::set<std::string> names = {
       "aten::add_", "aten::sub_", "aten::mul_", "aten::div_", "aten::relu_", "aten::clamp_",
       "aten::clamp_min_", "aten::clamp_max_", "aten::masked_fill_", "aten::exp_", "aten::tanh_",
       "aten::sigmoid_", "aten::neg_", "aten::gelu_", "aten::silu_", "aten::hardtanh_",
-      "aten::leaky_relu_", "aten::sqrt_", "aten::rsqrt_", "aten::abs_", "aten::pow_",
+      "aten::leaky_relu_", "aten::sqrt_", "aten::rsqrt_", "aten::abs_",
       "aten::bernoulli_"};
   if (n.op == "aten::bernoulli_" &&
       (n.overload != "float" || n.args.size() < 2 || n.args[1].kind != ArgValue::Double ||

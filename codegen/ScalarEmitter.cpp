@@ -447,6 +447,24 @@ LogicalResult RowPrinter::print(std::string &error) {
       continue;
     if (failed(emitReadyRowOps(p, error)))
       return failure();
+    StringRef kindName = red.getKind();
+    if (kindName == "argmax" || kindName == "argmin") {
+      // First extreme position; a NaN wins and stays (ATen's rule).
+      Type vt = red.getValue().getType();
+      std::string r = "red" + std::to_string(counter++);
+      out += fmt::format("    long long {};\n    {{\n      {} best = 0;\n      long long at = -1;\n",
+                         r, computeType(vt));
+      out += fmt::format("    for (long long j = 0; j < {}LL; ++j) {{\n", n);
+      if (failed(emitElementCode(p, {red.getValue()}, error)))
+        return failure();
+      out += fmt::format("      const {} x = {};\n", computeType(vt), p.name(red.getValue()));
+      out += fmt::format("      if (at < 0 || (best == best && (x != x || x {} best))) {{ best = x; at = j; }}\n    }}\n",
+                         kindName == "argmax" ? ">" : "<");
+      out += fmt::format("    {} = at;\n    }}\n", r);
+      p.bind(red.getResult(), r);
+      available.insert(red.getResult());
+      continue;
+    }
     Type t = red.getType();
     bool fp = isa<FloatType>(t);
     // Floats accumulate in float over short rows (vector lanes keep partial

@@ -242,7 +242,9 @@ void FuseRowsPass::buildKernel(ArrayRef<Operation *> members, const RowSpace &sp
   for (Operation *m : members) {
     Value s;
     if (auto r = dyn_cast<tg::ReduceOp>(m))
-      s = bb.create<tgk::ReduceOp>(m->getLoc(), scalarOf(r.getInput()), r.getKindAttr());
+      s = bb.create<tgk::ReduceOp>(m->getLoc(),
+                                   cast<ShapedType>(r.getType()).getElementType(),
+                                   scalarOf(r.getInput()), r.getKindAttr());
     else {
       SmallVector<Value> ops;
       for (Value v : m->getOperands())

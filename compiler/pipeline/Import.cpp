@@ -1099,6 +1099,32 @@ bool Importer::importRowOp(const SegmentNode &node) {
     finish(r, node.outputs[0]);
     return true;
   }
+  bool isArg = q == "aten::argmax" || q == "aten::argmin";
+  bool isMaxDim = q == "aten::max.dim" || q == "aten::min.dim";
+  if ((isArg || isMaxDim) && xt.getElementType().getIntOrFloatBitWidth() > 1) {
+    // argmax(dim=None) ranks the flattened tensor; max.dim also gives values.
+    std::vector<int64_t> dims;
+    if (node.args.size() > 1 && node.args[1].kind == ArgValue::Int)
+      dims = {node.args[1].i};
+    else if (isMaxDim)
+      return false;
+    bool max = q == "aten::argmax" || q == "aten::max.dim";
+    auto [rows, count] = toRows(x, dims);
+    auto rowsType = cast<RankedTensorType>(rows.getType());
+    SmallVector<int64_t> kept(rowsType.getShape());
+    for (int64_t d = kept.size() - count; d < (int64_t)kept.size(); ++d)
+      kept[d] = 1;
+    auto it = RankedTensorType::get(kept, b.getI64Type());
+    Value at = b.create<tg::ReduceOp>(loc, it, rows, b.getStringAttr(max ? "argmax" : "argmin"),
+                                      b.getI64IntegerAttr(count));
+    if (isMaxDim) {
+      finish(reduce(rows, max ? "max" : "min", count), node.outputs[0]);
+      finish(at, node.outputs[1]);
+    } else {
+      finish(at, node.outputs[0]);
+    }
+    return true;
+  }
   if (q == "aten::var.correction" || q == "aten::std.correction" ||
       q == "aten::var_mean.correction" || q == "aten::std_mean.correction") {
     if (!isa<FloatType>(xt.getElementType()))

@@ -163,3 +163,46 @@ TEST(IndexOps, RmsNormIsOneRowKernel) {
 }
 
 } // namespace
+
+namespace {
+
+TEST(ArgReductions, ArgmaxArgminAndMaxDimMatchEager) {
+  torch::NoGradGuard noGrad;
+  auto fn = [](torch::Tensor x) {
+    auto [mv, mi] = x.max(1);
+    auto [nv, ni] = x.min(0, true);
+    return std::make_tuple(x.argmax(-1), x.argmin(0, true), x.argmax(), mv, mi, nv, ni);
+  };
+  for (auto dt : {torch::kFloat, torch::kBFloat16, torch::kLong}) {
+    SCOPED_TRACE(c10::toString(dt));
+    // Ties (small integers) must give the first position, as in eager.
+    torch::Tensor x = torch::randint(-3, 3, {6, 5, 7}).to(dt);
+    torch::Tensor xt = torch::randint(-3, 3, {7, 5, 6}).to(dt).transpose(0, 2);
+    for (torch::Tensor in : {x, xt}) {
+      tgc::reset();
+      auto f = tgc::compile(fn);
+      auto got = f(in);
+      auto want = fn(in);
+      EXPECT_TRUE(torch::equal(std::get<0>(got), std::get<0>(want)));
+      EXPECT_TRUE(torch::equal(std::get<1>(got), std::get<1>(want)));
+      EXPECT_TRUE(torch::equal(std::get<2>(got), std::get<2>(want)));
+      EXPECT_TRUE(torch::equal(std::get<3>(got), std::get<3>(want)));
+      EXPECT_TRUE(torch::equal(std::get<4>(got), std::get<4>(want)));
+      EXPECT_TRUE(torch::equal(std::get<5>(got), std::get<5>(want)));
+      EXPECT_TRUE(torch::equal(std::get<6>(got), std::get<6>(want)));
+      EXPECT_EQ(tgc::stats().eager_fallbacks, 0);
+      EXPECT_EQ(tgc::stats().extern_calls, 0) << "all lowered to row kernels";
+    }
+  }
+  // NaN is the maximum and the minimum, first one wins.
+  torch::Tensor n = torch::randn({3, 5});
+  n[1][2] = NAN;
+  n[1][4] = NAN;
+  tgc::reset();
+  auto f = tgc::compile([](torch::Tensor x) { return std::make_tuple(x.argmax(1), x.argmin(1)); });
+  auto [a, b] = f(n);
+  EXPECT_TRUE(torch::equal(a, n.argmax(1)));
+  EXPECT_TRUE(torch::equal(b, n.argmin(1)));
+}
+
+} // namespace

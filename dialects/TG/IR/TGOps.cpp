@@ -529,10 +529,11 @@ AffineMap BroadcastOp::getInputMap() {
 LogicalResult ReduceOp::verify() {
   auto in = cast<RankedTensorType>(getInput().getType());
   auto out = cast<RankedTensorType>(getResult().getType());
-  if (!llvm::is_contained({"sum", "prod", "max", "min"}, getKind()))
+  bool arg = getKind() == "argmax" || getKind() == "argmin";
+  if (!arg && !llvm::is_contained({"sum", "prod", "max", "min"}, getKind()))
     return emitOpError("unknown reduction kind \"") << getKind() << "\"";
-  if (in.getElementType() != out.getElementType())
-    return emitOpError("element types differ");
+  if (arg ? !out.getElementType().isInteger(64) : in.getElementType() != out.getElementType())
+    return emitOpError(arg ? "argmax/argmin produce i64 positions" : "element types differ");
   int64_t count = getCount();
   if (count < 1 || count > in.getRank() || in.getRank() != out.getRank())
     return emitOpError("reduces ") << count << " trailing dims of a rank-"

@@ -349,7 +349,9 @@ def TG_ReduceOp : TG_Op<"reduce", [Pure]> {
   let summary = "reduction over trailing dimensions, keeping them as size 1";
   let description = [{
     Reduces `input` over its last `count` dimensions with `kind` (`sum`,
-    `prod`, `max`, `min`; max/min propagate NaN as ATen does). Reductions
+    `prod`, `max`, `min`; max/min propagate NaN as ATen does; `argmax` and
+    `argmin` give the i64 row-major position within the reduced dims of the
+    first extreme value, NaN counting as extreme). Reductions
     over other dimensions read their input through a `tg.remap` that moves
     the reduced dimensions last. The result keeps the
     reduced dimensions with size 1, so a `tg.broadcast` takes it back to the

@@ -223,5 +223,16 @@ LogicalResult IndexOp::verify() {
   return success();
 }
 
+LogicalResult ReduceOp::verify() {
+  StringRef k = getKind();
+  bool arg = k == "argmax" || k == "argmin";
+  if (!arg && !llvm::is_contained({"sum", "prod", "max", "min"}, k))
+    return emitOpError("unknown reduction kind \"") << k << "\"";
+  Type want = arg ? Type(IntegerType::get(getContext(), 64)) : getValue().getType();
+  if (getResult().getType() != want)
+    return emitOpError("result must be ") << want;
+  return success();
+}
+
 #define GET_OP_CLASSES
 #include "dialects/TGK/IR/TGKOps.cpp.inc"

@@ -149,11 +149,13 @@ def TGK_RowKernelOp : TGK_Op<"row_kernel", [Pure, IsolatedFromAbove,
   }];
 }
 
-def TGK_ReduceOp : TGK_Op<"reduce", [Pure, SameOperandsAndResultType,
-    HasParent<"RowKernelOp">]> {
+def TGK_ReduceOp : TGK_Op<"reduce", [Pure, HasParent<"RowKernelOp">]> {
   let summary = "reduces an element value over the current row";
   let description = [{
-    `kind` is `sum`, `prod`, `max` or `min`. The result is one value per row.
+    `kind` is `sum`, `prod`, `max` or `min` (result of the value's type), or
+    `argmax` / `argmin` (i64: the row-major position in the row of the first
+    extreme value, NaN counting as the extreme, as ATen's). One value per
+    row.
 
     ```mlir
     %s = tgk.reduce %e {kind = "sum"} : f32
@@ -161,7 +163,8 @@ def TGK_ReduceOp : TGK_Op<"reduce", [Pure, SameOperandsAndResultType,
   }];
   let arguments = (ins AnyType:$value, StrAttr:$kind);
   let results = (outs AnyType:$result);
-  let assemblyFormat = "$value attr-dict `:` type($result)";
+  let assemblyFormat = "$value attr-dict `:` type($value) `->` type($result)";
+  let hasVerifier = 1;
 }
 
 def TGK_IndexOp : TGK_Op<"index", [Pure,

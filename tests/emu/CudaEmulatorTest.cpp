@@ -1,0 +1,356 @@
+// CUDA-on-CPU emulation: typical fused kernels against CPU references, and
+// wrong kernels (divergent barriers) reported as errors instead of hangs.
+#include "tests/emu/CudaEmulator.h"
+#include "tests/emu/TestKernels.h"
+
+#include <c10/util/BFloat16.h>
+#include <c10/util/Half.h>
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <functional>
+#include <random>
+
+namespace tgc::emu {
+namespace {
+
+std::vector<float> randomFloats(size_t n, float lo, float hi, unsigned seed) {
+  std::mt19937 gen(seed);
+  std::uniform_real_distribution<float> d(lo, hi);
+  std::vector<float> v(n);
+  for (float &x : v)
+    x = d(gen);
+  return v;
+}
+
+float fused(float a, float b) {
+  float g = 0.5f * a * (1.0f + std::erf(a * 0.70710678f));
+  return g * b + std::tanh(b) - std::exp(-std::fabs(a)) + std::log1p(b * b) +
+         1.0f / std::sqrt(1.0f + a * a) + std::fmax(a, b) * (1.0f / (2.0f + std::sqrt(std::fabs(b))));
+}
+
+void expectNear(const std::vector<float> &got, const std::vector<float> &want, float rtol,
+                float atol) {
+  ASSERT_EQ(got.size(), want.size());
+  size_t bad = 0;
+  for (size_t i = 0; i < got.size(); ++i)
+    if (!(std::fabs(got[i] - want[i]) <= atol + rtol * std::fabs(want[i])) && bad++ < 5)
+      ADD_FAILURE() << "element " << i << ": got " << got[i] << ", want " << want[i];
+  EXPECT_EQ(bad, 0u) << "mismatching elements";
+}
+
+TEST(CudaEmulator, PointwiseVec4GridStride) {
+  auto m = Module::compile(kernels::kPointwiseVec4);
+  ASSERT_EQ(m->kernels(), std::vector<std::string>{"pointwise_vec4"});
+  for (long long n : {1LL, 7LL, 4096LL, 100003LL}) {
+    auto a = randomFloats(n, -3, 3, 1), b = randomFloats(n, -2, 2, 2);
+    std::vector<float> out(n, NAN), want(n);
+    for (long long i = 0; i < n; ++i)
+      want[i] = fused(a[i], b[i]);
+    // Fewer threads than vectors: the grid-stride loop and the tail both run.
+    launch(m, "pointwise_vec4", {{7}, {256}}, a.data(), b.data(), out.data(), n);
+    expectNear(out, want, 1e-5f, 1e-5f);
+  }
+}
+
+TEST(CudaEmulator, BlockReductionWithWarpShuffles) {
+  auto m = Module::compile(kernels::kRowSum);
+  for (unsigned block : {32u, 96u, 256u}) {
+    const int rows = 37, cols = 1000;
+    auto x = randomFloats(rows * cols, -1, 1, 3);
+    std::vector<float> out(rows, NAN), want(rows, 0);
+    for (int r = 0; r < rows; ++r)
+      for (int c = 0; c < cols; ++c)
+        want[r] += x[r * cols + c];
+    launch(m, "row_sum", {{(unsigned)rows}, {block}}, x.data(), out.data(), cols);
+    expectNear(out, want, 1e-4f, 1e-4f);
+  }
+}
+
+TEST(CudaEmulator, SoftmaxOneRowPerBlock) {
+  auto m = Module::compile(kernels::kSoftmax);
+  const int rows = 50, cols = 777;
+  auto x = randomFloats(rows * cols, -8, 8, 4);
+  std::vector<float> out(rows * cols, NAN), want(rows * cols);
+  for (int r = 0; r < rows; ++r) {
+    float mx = -INFINITY, s = 0;
+    for (int c = 0; c < cols; ++c)
+      mx = std::fmax(mx, x[r * cols + c]);
+    for (int c = 0; c < cols; ++c)
+      s += std::exp(x[r * cols + c] - mx);
+    for (int c = 0; c < cols; ++c)
+      want[r * cols + c] = std::exp(x[r * cols + c] - mx) / s;
+  }
+  // Fewer blocks than rows: each block loops over rows (persistent style).
+  launch(m, "softmax_rows", {{16}, {128}}, x.data(), out.data(), rows, cols);
+  expectNear(out, want, 1e-5f, 1e-7f);
+}
+
+TEST(CudaEmulator, DynamicSharedMemoryOn2DGrid) {
+  auto m = Module::compile(kernels::kTranspose);
+  const int rows = 70, cols = 45;
+  auto x = randomFloats(rows * cols, -1, 1, 5);
+  std::vector<float> out(rows * cols, NAN), want(rows * cols);
+  for (int r = 0; r < rows; ++r)
+    for (int c = 0; c < cols; ++c)
+      want[c * rows + r] = x[r * cols + c];
+  LaunchConfig cfg{{(unsigned)(cols + 31) / 32, (unsigned)(rows + 31) / 32}, {32, 8},
+                   32 * 33 * sizeof(float)};
+  launch(m, "transpose_tiles", cfg, x.data(), out.data(), rows, cols);
+  EXPECT_EQ(out, want);
+}
+
+TEST(CudaEmulator, AtomicsAcrossParallelBlocks) {
+  auto m = Module::compile(kernels::kAtomics);
+  const int n = 50000;
+  auto x = randomFloats(n, 0, 0.9f, 6);
+  std::vector<int> bins(16, 0), want(16, 0);
+  double total = 0;
+  int wantMax = 0;
+  for (float v : x) {
+    int b = std::min(std::max((int)std::floor(v * 16.0f), 0), 15);
+    ++want[b];
+    total += v;
+    wantMax = std::max(wantMax, b);
+  }
+  float sum = 0;
+  int maxBin = -1;
+  unsigned long long count = 0;
+  LaunchConfig cfg{{64}, {128}};
+  cfg.workers = 4; // blocks really run concurrently
+  launch(m, "histogram_atomics", cfg, x.data(), n, bins.data(), &sum, &maxBin, &count);
+  EXPECT_EQ(bins, want);
+  EXPECT_NEAR(sum, total, 1e-4 * total);
+  EXPECT_EQ(maxBin, wantMax);
+  EXPECT_EQ(count, (unsigned long long)n);
+}
+
+TEST(CudaEmulator, HalfAndBfloat16LoadsStoresAndFloatAccumulation) {
+  auto m = Module::compile(kernels::kHalfTypes);
+  const int rows = 9, cols = 300;
+  auto xf = randomFloats(rows * cols, -2, 2, 7);
+  std::vector<c10::BFloat16> x(xf.begin(), xf.end());
+  std::vector<c10::Half> out(rows);
+  launch(m, "bf16_row_sum_to_half", {{(unsigned)rows}, {64}}, x.data(), out.data(), cols);
+  for (int r = 0; r < rows; ++r) {
+    float s = 0;
+    for (int c = 0; c < cols; ++c)
+      s += (float)x[r * cols + c];
+    EXPECT_NEAR((float)out[r], s, 1e-3f * std::fabs(s) + 1e-3f) << "row " << r;
+  }
+  const int n = 1000;
+  auto hf = randomFloats(n, -100, 100, 8);
+  std::vector<c10::Half> h(hf.begin(), hf.end());
+  std::vector<c10::BFloat16> b(n);
+  launch(m, "half_to_bf16", {{2}, {256}}, h.data(), b.data(), n);
+  for (int i = 0; i < n; ++i)
+    ASSERT_EQ(b[i].x, c10::BFloat16((float)h[i] * 3.0f + 0.25f).x) << i;
+}
+
+TEST(CudaEmulator, HalfConversionsAreBitExact) {
+  auto m = Module::compile(kernels::kHalfTypes);
+  // Random floats over the whole range plus the edges: subnormals, ties,
+  // the overflow threshold, infinities.
+  std::vector<float> x = {0.0f, -0.0f, 65504.0f, 65519.99f, 65520.0f, 1e-8f, 2.98e-8f, 6.1e-5f,
+                          6.0975552e-05f, 1.0009765625f, 1.00048828125f, INFINITY, -INFINITY,
+                          3.4e38f, -1e-45f};
+  std::mt19937 gen(9);
+  while (x.size() < 65536) {
+    uint32_t bits = gen();
+    float f;
+    std::memcpy(&f, &bits, 4);
+    if (!std::isnan(f))
+      x.push_back(f);
+  }
+  const int n = (int)x.size();
+  std::vector<unsigned short> hb(n), bb(n);
+  std::vector<float> fromHalf(n);
+  launch(m, "convert_floats", {{64}, {256}}, x.data(), hb.data(), bb.data(), fromHalf.data(), n);
+  for (int i = 0; i < n; ++i) {
+    ASSERT_EQ(hb[i], c10::Half(x[i]).x) << "float " << x[i] << " to half";
+    ASSERT_EQ(bb[i], c10::BFloat16(x[i]).x) << "float " << x[i] << " to bfloat16";
+    c10::Half h(static_cast<unsigned short>(i), c10::Half::from_bits());
+    if (!std::isnan((float)h))
+      ASSERT_EQ(fromHalf[i], (float)h) << "half bits " << i;
+    else
+      ASSERT_TRUE(std::isnan(fromHalf[i]));
+  }
+}
+
+TEST(CudaEmulator, WarpVotesScansAndPartialWidthShuffles) {
+  auto m = Module::compile(kernels::kWarpOps);
+  const unsigned blocks = 3, block = 96, n = blocks * block;
+  std::mt19937 gen(10);
+  std::vector<int> x(n), scan(n), half16(n), counts(blocks);
+  std::vector<unsigned> ballots(n);
+  for (int &v : x)
+    v = (int)(gen() % 19) - 9;
+  launch(m, "warp_ops", {{blocks}, {block}}, x.data(), scan.data(), ballots.data(),
+         half16.data(), counts.data());
+  for (unsigned w = 0; w < n / 32; ++w) {
+    int run = 0, sum = 0;
+    unsigned ballot = 0;
+    bool any = false, all = true;
+    for (unsigned l = 0; l < 32; ++l) {
+      int v = x[w * 32 + l];
+      sum += v;
+      ballot |= (unsigned)(v > 0) << l;
+      any |= v > 4;
+      all &= v >= -9;
+    }
+    for (unsigned l = 0; l < 32; ++l) {
+      unsigned i = w * 32 + l;
+      run += x[i];
+      EXPECT_EQ(scan[i], run) << i;
+      EXPECT_EQ(ballots[i], ballot ^ ((unsigned)any << 1) ^ (unsigned)all) << i;
+      EXPECT_EQ(half16[i], x[w * 32 + (l & 16) + 3] + sum) << i;
+    }
+  }
+  for (unsigned b = 0; b < blocks; ++b) {
+    int c = 0;
+    for (unsigned t = 0; t < block; ++t)
+      c += x[b * block + t] > 0;
+    EXPECT_EQ(counts[b], c);
+  }
+}
+
+TEST(CudaEmulator, StaticSharedMemoryIsPerBlockUnderParallelBlocks) {
+  auto m = Module::compile(kernels::kSharedIsolation);
+  for (unsigned workers : {1u, 2u, 4u}) {
+    int mismatches = 0;
+    LaunchConfig cfg{{40, 3}, {128}};
+    cfg.workers = workers;
+    launch(m, "shared_isolation", cfg, &mismatches);
+    EXPECT_EQ(mismatches, 0) << workers << " workers";
+  }
+}
+
+TEST(CudaEmulator, MaximumBlockOf1024Threads) {
+  auto m = Module::compile(kernels::kRowSum);
+  const int rows = 3, cols = 5000;
+  auto x = randomFloats(rows * cols, -1, 1, 11);
+  std::vector<float> out(rows), want(rows, 0);
+  for (int r = 0; r < rows; ++r)
+    for (int c = 0; c < cols; ++c)
+      want[r] += x[r * cols + c];
+  launch(m, "row_sum", {{(unsigned)rows}, {1024}}, x.data(), out.data(), cols);
+  expectNear(out, want, 1e-4f, 1e-4f);
+}
+
+// --- wrong kernels and wrong launches: clear errors, no hangs -----------------
+
+std::string launchError(const std::function<void()> &f) {
+  try {
+    f();
+  } catch (const EmuError &e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(CudaEmulatorErrors, DivergentSyncthreadsIsReported) {
+  auto m = Module::compile(kernels::kDivergentBarrier);
+  std::vector<float> out(64, 0);
+  std::string e = launchError([&] { launch(m, "divergent_barrier", {{2}, {64}}, out.data()); });
+  EXPECT_NE(e.find("deadlock in kernel divergent_barrier, block (0,0,0)"), std::string::npos) << e;
+  EXPECT_NE(e.find("16 threads wait at __syncthreads"), std::string::npos) << e;
+  EXPECT_NE(e.find("48 threads have exited (first: thread (16,0,0))"), std::string::npos) << e;
+}
+
+TEST(CudaEmulatorErrors, ReturnBeforeBarrierIsReported) {
+  auto m = Module::compile(kernels::kDivergentBarrier);
+  std::vector<float> out(64, 1.0f);
+  std::string e =
+      launchError([&] { launch(m, "return_before_barrier", {{1}, {64}}, out.data(), 50); });
+  EXPECT_NE(e.find("50 threads wait at __syncthreads"), std::string::npos) << e;
+  EXPECT_NE(e.find("14 threads have exited"), std::string::npos) << e;
+  // The same kernel is fine when every thread reaches the barrier.
+  EXPECT_EQ(launchError([&] { launch(m, "return_before_barrier", {{1}, {64}}, out.data(), 64); }),
+            "");
+}
+
+TEST(CudaEmulatorErrors, DivergentShuffleIsReported) {
+  auto m = Module::compile(kernels::kDivergentBarrier);
+  std::vector<float> out(32, 1.0f);
+  std::string e = launchError([&] { launch(m, "divergent_shuffle", {{1}, {32}}, out.data()); });
+  EXPECT_NE(e.find("8 threads wait in a warp operation"), std::string::npos) << e;
+  EXPECT_NE(e.find("warp 0: lanes 0x000000ff wait for lanes 0xffffff00"), std::string::npos) << e;
+}
+
+TEST(CudaEmulatorErrors, DeviceAssertIsReported) {
+  auto m = Module::compile(kernels::kDivergentBarrier);
+  std::vector<float> x = randomFloats(300, 0, 1, 12);
+  EXPECT_EQ(launchError([&] { launch(m, "device_assert", {{3}, {128}}, x.data(), 300); }), "");
+  x[170] = -1.0f;
+  std::string e = launchError([&] { launch(m, "device_assert", {{3}, {128}}, x.data(), 300); });
+  EXPECT_NE(e.find("block (1,0,0), thread (42,0,0): device assertion `in0[i] >= 0.0f` failed"),
+            std::string::npos)
+      << e;
+}
+
+TEST(CudaEmulatorErrors, BadLaunchesAndSources) {
+  auto m = Module::compile(kernels::kRowSum);
+  float *p = nullptr;
+  EXPECT_NE(launchError([&] { launch(m, "nope", {{1}, {32}}, p); })
+                .find("no __global__ function 'nope' in the emulated source (it has: row_sum)"),
+            std::string::npos);
+  EXPECT_NE(launchError([&] { launch(m, "row_sum", {{1}, {32}}, p, p, 1LL); })
+                .find("parameter 2 has 4 bytes; the launch passes 8"),
+            std::string::npos);
+  EXPECT_NE(launchError([&] { launch(m, "row_sum", {{1}, {2048}}, p, p, 1); })
+                .find("invalid launch of row_sum"),
+            std::string::npos);
+  std::string e = launchError([] { Module::compile("extern \"C\" __global__ void k() { nope(); }"); });
+  EXPECT_NE(e.find("the host compiler rejected the emulated CUDA source (kept at "), std::string::npos)
+      << e;
+  EXPECT_NE(e.find("nope"), std::string::npos) << e;
+}
+
+TEST(CudaEmulatorSource, ExternSharedBecomesThePointerToDynamicSharedMemory) {
+  std::vector<std::string> names;
+  std::string s = emulatedSource(
+      "// extern __shared__ float commented[];\n"
+      "extern \"C\" __global__ void __launch_bounds__(128, 2) a(float *x) {\n"
+      "  extern __shared__ __align__(16) float4 buf[];\n  x[0] = buf[0].x;\n}\n"
+      "template <int N> __global__ void t(float *x) {}\n"
+      "__global__ void\nb(int n) {}\n",
+      names);
+  EXPECT_EQ(names, (std::vector<std::string>{"a", "b"}));
+  EXPECT_NE(s.find("float4 *const buf = reinterpret_cast<float4 *>(tgc_emu_dynamic_shared());"),
+            std::string::npos)
+      << s;
+  EXPECT_NE(s.find("// extern __shared__ float commented[];"), std::string::npos);
+  EXPECT_THROW(emulatedSource("extern __shared__ float g[];\n", names), EmuError);
+}
+
+// Not a benchmark (tests assert no times): prints the emulator's speed so
+// the documentation's numbers can be reproduced.
+TEST(CudaEmulatorSpeed, ReportsThreadsPerSecond) {
+  auto m = Module::compile(kernels::kPointwiseVec4);
+  const long long n = 1 << 22;
+  auto a = randomFloats(n, -1, 1, 13), b = randomFloats(n, -1, 1, 14);
+  std::vector<float> out(n);
+  for (unsigned workers : {1u, 2u}) {
+    LaunchConfig cfg{{(unsigned)(n / 4 / 256)}, {256}};
+    cfg.workers = workers;
+    auto t0 = std::chrono::steady_clock::now();
+    launch(m, "pointwise_vec4", cfg, a.data(), b.data(), out.data(), n);
+    double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    std::printf("pointwise_vec4: %lld CUDA threads in %.3f s with %u workers: %.2f M threads/s\n",
+                n / 4, s, workers, n / 4 / s / 1e6);
+  }
+  auto r = Module::compile(kernels::kRowSum);
+  const int rows = 2048, cols = 1024;
+  auto x = randomFloats(rows * cols, -1, 1, 15);
+  std::vector<float> sums(rows);
+  auto t0 = std::chrono::steady_clock::now();
+  launch(r, "row_sum", {{(unsigned)rows}, {256}}, x.data(), sums.data(), cols);
+  double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  std::printf("row_sum: %d CUDA threads (10 warp shuffles, 1 barrier each) in %.3f s: "
+              "%.2f M threads/s\n", rows * 256, s, rows * 256 / s / 1e6);
+}
+
+} // namespace
+} // namespace tgc::emu

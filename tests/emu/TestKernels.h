@@ -1,0 +1,287 @@
+//===- TestKernels.h - hand-written CUDA kernels of the kinds tgc emits ---===//
+//
+// Shared by the emulation tests (run on the CPU, compared with references)
+// and the NVRTC tests (the same text compiles for sm_80 and sm_90).
+#ifndef TGC_TESTS_EMU_TESTKERNELS_H
+#define TGC_TESTS_EMU_TESTKERNELS_H
+
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace tgc::emu::kernels {
+
+/// Grid-stride pointwise with 16-byte loads/stores and a scalar tail.
+inline const char *kPointwiseVec4 = R"(#include <cuda_fp16.h>
+#include <cuda_bf16.h>
+__device__ __forceinline__ float fused(float a, float b) {
+  float g = 0.5f * a * (1.0f + erff(a * 0.70710678f));           // GELU
+  return g * b + tanhf(b) - expf(-fabsf(a)) + log1pf(b * b) + rsqrtf(1.0f + a * a) +
+         fmaxf(a, b) * __fdividef(1.0f, 2.0f + sqrtf(fabsf(b)));
+}
+extern "C" __global__ void __launch_bounds__(256)
+pointwise_vec4(const float *__restrict__ in0, const float *__restrict__ in1,
+               float *__restrict__ out0, long long n) {
+  const long long nvec = n / 4;
+  const float4 *a4 = reinterpret_cast<const float4 *>(in0);
+  const float4 *b4 = reinterpret_cast<const float4 *>(in1);
+  float4 *o4 = reinterpret_cast<float4 *>(out0);
+  const long long stride = (long long)blockDim.x * gridDim.x;
+  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < nvec; i += stride) {
+    float4 a = __ldg(&a4[i]), b = __ldg(&b4[i]);
+    o4[i] = make_float4(fused(a.x, b.x), fused(a.y, b.y), fused(a.z, b.z), fused(a.w, b.w));
+  }
+  for (long long i = nvec * 4 + (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride)
+    out0[i] = fused(in0[i], in1[i]);
+}
+)";
+
+/// One block per row: per-thread partial sums, warp shuffles, then the warp
+/// sums through static shared memory.
+inline const char *kRowSum = R"(
+__device__ __forceinline__ float warpSum(float v) {
+  for (int off = 16; off > 0; off >>= 1)
+    v += __shfl_down_sync(0xffffffffu, v, off);
+  return v;
+}
+extern "C" __global__ void __launch_bounds__(256)
+row_sum(const float *__restrict__ in0, float *__restrict__ out0, int cols) {
+  const float *row = in0 + (long long)blockIdx.x * cols;
+  float acc = 0.0f;
+  for (int c = threadIdx.x; c < cols; c += blockDim.x)
+    acc += row[c];
+  acc = warpSum(acc);
+  __shared__ float warpSums[32];
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  if (lane == 0)
+    warpSums[warp] = acc;
+  __syncthreads();
+  if (warp == 0) {
+    acc = lane < (int)((blockDim.x + 31) / 32) ? warpSums[lane] : 0.0f;
+    for (int off = 16; off > 0; off >>= 1)
+      acc += __shfl_xor_sync(0xffffffffu, acc, off);
+    if (lane == 0)
+      out0[blockIdx.x] = acc;
+  }
+}
+)";
+
+/// Persistent-row softmax: max, sum of exponentials, normalize; the block
+/// reduction is a __device__ helper with its own static shared memory, used
+/// twice per row (so it must sync before its buffer is reused).
+inline const char *kSoftmax = R"(#include <cuda_fp16.h>
+template <bool IsMax> __device__ float blockReduce(float v) {
+  __shared__ float partial[32];
+  __shared__ float total;
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  for (int off = 16; off > 0; off >>= 1) {
+    float o = __shfl_xor_sync(0xffffffffu, v, off);
+    v = IsMax ? fmaxf(v, o) : v + o;
+  }
+  if (lane == 0)
+    partial[warp] = v;
+  __syncthreads();
+  if (warp == 0) {
+    const int warps = (blockDim.x + 31) >> 5;
+    v = lane < warps ? partial[lane] : (IsMax ? __int_as_float(0xff800000) : 0.0f);
+    for (int off = 16; off > 0; off >>= 1) {
+      float o = __shfl_xor_sync(0xffffffffu, v, off);
+      v = IsMax ? fmaxf(v, o) : v + o;
+    }
+    if (lane == 0)
+      total = v;
+  }
+  __syncthreads();
+  const float r = total;
+  __syncthreads(); // everyone has read `total` before the next call writes it
+  return r;
+}
+extern "C" __global__ void __launch_bounds__(128)
+softmax_rows(const float *__restrict__ in0, float *__restrict__ out0, int rows, int cols) {
+  for (int r = blockIdx.x; r < rows; r += gridDim.x) {
+    const float *x = in0 + (long long)r * cols;
+    float *y = out0 + (long long)r * cols;
+    float m = __int_as_float(0xff800000);
+    for (int c = threadIdx.x; c < cols; c += blockDim.x)
+      m = fmaxf(m, x[c]);
+    m = blockReduce<true>(m);
+    float s = 0.0f;
+    for (int c = threadIdx.x; c < cols; c += blockDim.x)
+      s += __expf(x[c] - m);
+    s = blockReduce<false>(s);
+    const float inv = 1.0f / s;
+    for (int c = threadIdx.x; c < cols; c += blockDim.x)
+      y[c] = __expf(x[c] - m) * inv;
+  }
+}
+)";
+
+/// A tiled transpose through dynamic shared memory on a 2D grid of 2D blocks
+/// (32 x 8 threads move a 32 x 32 tile; the +1 column avoids bank conflicts).
+inline const char *kTranspose = R"(
+extern "C" __global__ void transpose_tiles(const float *__restrict__ in0,
+                                           float *__restrict__ out0, int rows, int cols) {
+  extern __shared__ __align__(16) float tile[];
+  const int tx = threadIdx.x, ty = threadIdx.y;
+  int c = blockIdx.x * 32 + tx;
+  for (int j = ty; j < 32; j += blockDim.y) {
+    int r = blockIdx.y * 32 + j;
+    if (r < rows && c < cols)
+      tile[j * 33 + tx] = in0[(long long)r * cols + c];
+  }
+  __syncthreads();
+  int r = blockIdx.y * 32 + tx;
+  for (int j = ty; j < 32; j += blockDim.y) {
+    int oc = blockIdx.x * 32 + j;
+    if (oc < cols && r < rows)
+      out0[(long long)oc * rows + r] = tile[tx * 33 + j];
+  }
+}
+)";
+
+/// Accumulation across blocks with atomics: a histogram, a float total, an
+/// integer maximum and a 64-bit counter.
+inline const char *kAtomics = R"(
+extern "C" __global__ void histogram_atomics(const float *__restrict__ in0, int n,
+                                             int *__restrict__ bins, float *__restrict__ total,
+                                             int *__restrict__ maxBin,
+                                             unsigned long long *__restrict__ count) {
+  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += blockDim.x * gridDim.x) {
+    float v = in0[i];
+    int b = min(max((int)floorf(v * 16.0f), 0), 15);
+    atomicAdd(&bins[b], 1);
+    atomicAdd(total, v);
+    atomicMax(maxBin, b);
+    atomicAdd(count, 1ull);
+  }
+}
+)";
+
+/// 16-bit floats: bfloat16 rows summed in float into a __half output, and a
+/// pointwise half -> bfloat16 conversion with arithmetic in float.
+inline const char *kHalfTypes = R"(#include <cuda_fp16.h>
+#include <cuda_bf16.h>
+extern "C" __global__ void __launch_bounds__(64)
+bf16_row_sum_to_half(const __nv_bfloat16 *__restrict__ in0, __half *__restrict__ out0, int cols) {
+  __shared__ float partial[2];
+  float acc = 0.0f;
+  for (int c = threadIdx.x; c < cols; c += blockDim.x)
+    acc += __bfloat162float(in0[(long long)blockIdx.x * cols + c]);
+  for (int off = 16; off > 0; off >>= 1)
+    acc += __shfl_down_sync(0xffffffffu, acc, off);
+  if ((threadIdx.x & 31) == 0)
+    partial[threadIdx.x >> 5] = acc;
+  __syncthreads();
+  if (threadIdx.x == 0)
+    out0[blockIdx.x] = __float2half_rn(partial[0] + partial[1]);
+}
+extern "C" __global__ void __launch_bounds__(256)
+half_to_bf16(const __half *__restrict__ in0, __nv_bfloat16 *__restrict__ out0, int n) {
+  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += blockDim.x * gridDim.x) {
+    float v = __half2float(in0[i]);
+    out0[i] = __float2bfloat16_rn(v * 3.0f + 0.25f);
+  }
+}
+extern "C" __global__ void convert_floats(const float *__restrict__ in0,
+                                          unsigned short *__restrict__ halfBits,
+                                          unsigned short *__restrict__ bf16Bits,
+                                          float *__restrict__ fromHalf, int n) {
+  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += blockDim.x * gridDim.x) {
+    halfBits[i] = __half_as_ushort(__float2half_rn(in0[i]));
+    bf16Bits[i] = __bfloat16_as_ushort(__float2bfloat16_rn(in0[i]));
+    fromHalf[i] = __half2float(__ushort_as_half((unsigned short)i));
+  }
+}
+)";
+
+/// Warp votes, scans and partial-width shuffles, block-wide counts.
+inline const char *kWarpOps = R"(
+extern "C" __global__ void warp_ops(const int *__restrict__ in0, int *__restrict__ scan,
+                                    unsigned *__restrict__ ballots, int *__restrict__ half16,
+                                    int *__restrict__ counts) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x, lane = threadIdx.x & 31;
+  int v = in0[i];
+  // Inclusive scan within the warp.
+  for (int d = 1; d < 32; d <<= 1) {
+    int o = __shfl_up_sync(0xffffffffu, v, d);
+    if (lane >= d)
+      v += o;
+  }
+  scan[i] = v;
+  unsigned b = __ballot_sync(0xffffffffu, in0[i] > 0);
+  int any = __any_sync(0xffffffffu, in0[i] > 4), all = __all_sync(0xffffffffu, in0[i] >= -9);
+  ballots[i] = b ^ (unsigned)(any << 1) ^ (unsigned)all;
+  // Broadcast lane 3 of each 16-lane half.
+  half16[i] = __shfl_sync(0xffffffffu, in0[i], 3, 16) + __reduce_add_sync(0xffffffffu, in0[i]);
+  int c = __syncthreads_count(in0[i] > 0);
+  if (threadIdx.x == 0)
+    counts[blockIdx.x] = c;
+}
+)";
+
+/// Static shared memory is per block even when blocks run in parallel: each
+/// block fills its buffer with its own id and checks it after many barriers.
+inline const char *kSharedIsolation = R"(
+__device__ int checkShared(int id) {
+  __shared__ int buf[128];
+  buf[threadIdx.x] = id;
+  int bad = 0;
+  for (int k = 0; k < 8; ++k) {
+    __syncthreads();
+    bad += buf[(threadIdx.x + 17 * k) % blockDim.x] != id + k;
+    __syncthreads();
+    buf[threadIdx.x] = id + k + 1;
+    __syncthreads();
+    bad += buf[(threadIdx.x * 5 + k) % blockDim.x] != id + k + 1;
+  }
+  return bad;
+}
+extern "C" __global__ void shared_isolation(int *__restrict__ mismatches) {
+  int id = blockIdx.x + 1000 * blockIdx.y;
+  int bad = checkShared(id);
+  if (bad)
+    atomicAdd(mismatches, bad);
+}
+)";
+
+/// Deliberately wrong kernels: the emulator must report them, not hang.
+inline const char *kDivergentBarrier = R"(
+extern "C" __global__ void divergent_barrier(float *out0) {
+  if (threadIdx.x < 16)
+    __syncthreads(); // the other threads never arrive
+  out0[threadIdx.x] = 1.0f;
+}
+extern "C" __global__ void return_before_barrier(float *out0, int n) {
+  __shared__ float buf[64];
+  int i = threadIdx.x;
+  if (i >= n)
+    return; // the classic bug: threads past n leave before the barrier
+  buf[i] = out0[i];
+  __syncthreads();
+  out0[i] = buf[n - 1 - i];
+}
+extern "C" __global__ void divergent_shuffle(float *out0) {
+  float v = out0[threadIdx.x];
+  if (threadIdx.x % 32 < 8)
+    v = __shfl_down_sync(0xffffffffu, v, 1); // lanes 8..31 never take part
+  out0[threadIdx.x] = v;
+}
+extern "C" __global__ void device_assert(const float *in0, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n)
+    assert(in0[i] >= 0.0f);
+}
+)";
+
+/// Every kernel source above with one of its entry points, for NVRTC.
+inline std::vector<std::pair<std::string, std::string>> all() {
+  return {{"pointwise_vec4", kPointwiseVec4}, {"row_sum", kRowSum},
+          {"softmax_rows", kSoftmax},         {"transpose_tiles", kTranspose},
+          {"histogram_atomics", kAtomics},    {"half_to_bf16", kHalfTypes},
+          {"warp_ops", kWarpOps},             {"shared_isolation", kSharedIsolation},
+          {"divergent_barrier", kDivergentBarrier}};
+}
+
+} // namespace tgc::emu::kernels
+
+#endif // TGC_TESTS_EMU_TESTKERNELS_H

@@ -1,0 +1,3 @@
+//===- device_launch_parameters.h - stand-in for CUDA's header under CPU emulation --------===//
+// Everything it would declare comes from the force-included prelude.
+#include "cuda_emu.h"

@@ -72,16 +72,23 @@ static constexpr int warpSize = 32;
 inline void *tgc_emu_dynamic_shared() { return tgc_emu_cur->dynamic_shared; }
 
 // --- barriers and warp operations --------------------------------------------
-inline void __syncthreads() { tgc_emu_cur->hooks->syncthreads(); }
-inline int __syncthreads_count(int p) {
-  return tgc_emu_cur->hooks->syncthreads_reduce(TGC_EMU_BLOCK_COUNT, p != 0);
+// Other fibers run while one waits, so each switch point is also a compiler
+// memory barrier: no value of shared or global memory stays in a register
+// across it (not even of a static the optimizer thinks nobody else sees).
+#define TGC_EMU_MEMORY_BARRIER() __asm__ __volatile__("" ::: "memory")
+namespace tgc_emu_detail {
+inline int blockBarrier(int op, int p) {
+  TGC_EMU_MEMORY_BARRIER();
+  int r = op < 0 ? (tgc_emu_cur->hooks->syncthreads(), 0)
+                 : tgc_emu_cur->hooks->syncthreads_reduce(op, p != 0);
+  TGC_EMU_MEMORY_BARRIER();
+  return r;
 }
-inline int __syncthreads_and(int p) {
-  return tgc_emu_cur->hooks->syncthreads_reduce(TGC_EMU_BLOCK_AND, p != 0);
-}
-inline int __syncthreads_or(int p) {
-  return tgc_emu_cur->hooks->syncthreads_reduce(TGC_EMU_BLOCK_OR, p != 0);
-}
+} // namespace tgc_emu_detail
+inline void __syncthreads() { tgc_emu_detail::blockBarrier(-1, 0); }
+inline int __syncthreads_count(int p) { return tgc_emu_detail::blockBarrier(TGC_EMU_BLOCK_COUNT, p); }
+inline int __syncthreads_and(int p) { return tgc_emu_detail::blockBarrier(TGC_EMU_BLOCK_AND, p); }
+inline int __syncthreads_or(int p) { return tgc_emu_detail::blockBarrier(TGC_EMU_BLOCK_OR, p); }
 
 namespace tgc_emu_detail {
 inline unsigned linearThread() {
@@ -90,7 +97,10 @@ inline unsigned linearThread() {
 }
 inline int laneId() { return (int)(linearThread() % 32u); }
 inline unsigned long long warpOp(unsigned mask, int op, unsigned long long v, int src) {
-  return tgc_emu_cur->hooks->warp(mask, op, v, src);
+  TGC_EMU_MEMORY_BARRIER();
+  unsigned long long r = tgc_emu_cur->hooks->warp(mask, op, v, src);
+  TGC_EMU_MEMORY_BARRIER();
+  return r;
 }
 template <class T> T shuffle(unsigned mask, T var, int src) {
   static_assert(sizeof(T) <= 8, "warp shuffles move at most 8 bytes");

@@ -341,6 +341,16 @@ TEST(CudaEmulatorSpeed, ReportsThreadsPerSecond) {
     std::printf("pointwise_vec4: %lld CUDA threads in %.3f s with %u workers: %.2f M threads/s\n",
                 n / 4, s, workers, n / 4 / s / 1e6);
   }
+  // Launch overhead: one small block, many launches (as an op matrix does).
+  {
+    std::vector<float> small(256);
+    const int launches = 2000;
+    auto t0 = std::chrono::steady_clock::now();
+    for (int i = 0; i < launches; ++i)
+      launch(m, "pointwise_vec4", {{1}, {64}}, small.data(), small.data(), small.data(), 256LL);
+    double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    std::printf("launch of 1 block x 64 threads: %.1f us each\n", s / launches * 1e6);
+  }
   auto r = Module::compile(kernels::kRowSum);
   const int rows = 2048, cols = 1024;
   auto x = randomFloats(rows * cols, -1, 1, 15);

@@ -44,6 +44,65 @@ struct SliceStack {
   void deallocate(ctx::stack_context &) {}
 };
 
+/// Fiber stacks for up to `count` threads in one mapping, a guard page below
+/// each stack (an overflow faults instead of writing into the neighbour's).
+/// Arenas are kept for later launches: mapping, protecting and first-touching
+/// stacks is most of the cost of a small launch.
+struct StackArena {
+  void *base = nullptr;
+  size_t stackBytes = 0, bytes = 0;
+  unsigned count = 0;
+  char *top(unsigned i) const {
+    size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    return static_cast<char *>(base) + (size_t)(i + 1) * (stackBytes + page);
+  }
+
+  static StackArena acquire(unsigned count, size_t stackBytes) {
+    {
+      std::lock_guard<std::mutex> lock(poolMutex());
+      std::vector<StackArena> &pool = freeArenas();
+      for (size_t i = 0; i < pool.size(); ++i)
+        if (pool[i].stackBytes == stackBytes && pool[i].count >= count) {
+          StackArena a = pool[i];
+          pool.erase(pool.begin() + i);
+          return a;
+        }
+    }
+    StackArena a;
+    size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    a.stackBytes = stackBytes;
+    a.count = count;
+    a.bytes = (stackBytes + page) * count;
+    a.base = mmap(nullptr, a.bytes, PROT_READ | PROT_WRITE,
+                  MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (a.base == MAP_FAILED)
+      throw EmuError("cannot map " + std::to_string(a.bytes >> 20) + " MiB of fiber stacks");
+    for (unsigned i = 0; i < count; ++i)
+      mprotect(static_cast<char *>(a.base) + (size_t)i * (stackBytes + page), page, PROT_NONE);
+    return a;
+  }
+
+  static void release(StackArena a) {
+    std::lock_guard<std::mutex> lock(poolMutex());
+    std::vector<StackArena> &pool = freeArenas();
+    pool.push_back(a);
+    if (pool.size() > 16) { // keep the pool small: drop the oldest
+      munmap(pool.front().base, pool.front().bytes);
+      pool.erase(pool.begin());
+    }
+  }
+
+private:
+  static std::mutex &poolMutex() {
+    static std::mutex *m = new std::mutex;
+    return *m;
+  }
+  static std::vector<StackArena> &freeArenas() {
+    static auto *v = new std::vector<StackArena>;
+    return *v;
+  }
+};
+
 std::string hex(unsigned v) {
   char buf[16];
   std::snprintf(buf, sizeof buf, "0x%08x", v);
@@ -97,8 +156,7 @@ private:
   int reduceCount_ = 0, reduceAnd_ = 1, reduceOr_ = 0, reduceResult_ = 0;
   bool quit_ = false;
   std::string trapMessage_;
-  void *stacks_ = nullptr;
-  size_t stacksBytes_ = 0, stackBytes_ = 0;
+  StackArena stacks_;
 };
 
 thread_local BlockRunner *BlockRunner::current = nullptr;
@@ -133,17 +191,8 @@ BlockRunner::BlockRunner(const GridLaunch &launch)
     unsigned lanes = std::min(32u, n_ - 32 * w);
     warps_[w].existing = lanes == 32 ? 0xffffffffu : (1u << lanes) - 1u;
   }
-  // One mapping for all stacks, a guard page below each: an overflow faults
-  // instead of silently writing into the neighbour's stack.
   size_t page = (size_t)sysconf(_SC_PAGESIZE);
-  stackBytes_ = (launch.stackBytes + page - 1) / page * page;
-  stacksBytes_ = (stackBytes_ + page) * n_;
-  stacks_ = mmap(nullptr, stacksBytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
-                 -1, 0);
-  if (stacks_ == MAP_FAILED)
-    throw EmuError("cannot map " + std::to_string(stacksBytes_ >> 20) + " MiB of fiber stacks");
-  for (unsigned i = 0; i < n_; ++i)
-    mprotect(static_cast<char *>(stacks_) + i * (stackBytes_ + page), page, PROT_NONE);
+  stacks_ = StackArena::acquire(n_, (launch.stackBytes + page - 1) / page * page);
 }
 
 BlockRunner::~BlockRunner() {
@@ -154,7 +203,7 @@ BlockRunner::~BlockRunner() {
     if (threads_[i].fiber && threads_[i].state == State::Exited)
       resume(i);
   threads_.clear();
-  munmap(stacks_, stacksBytes_);
+  StackArena::release(stacks_);
 }
 
 void BlockRunner::resume(unsigned i) {
@@ -163,9 +212,7 @@ void BlockRunner::resume(unsigned i) {
   currentThread = i;
   *slot_ = &t.view;
   if (!t.fiber) {
-    size_t page = (size_t)sysconf(_SC_PAGESIZE);
-    char *top = static_cast<char *>(stacks_) + (i + 1) * (stackBytes_ + page);
-    t.fiber = ctx::fiber(std::allocator_arg, SliceStack{top, stackBytes_},
+    t.fiber = ctx::fiber(std::allocator_arg, SliceStack{stacks_.top(i), stacks_.stackBytes},
                          [this, i](ctx::fiber &&main) {
                            Thread &self = threads_[i];
                            self.main = std::move(main);

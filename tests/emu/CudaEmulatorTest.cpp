@@ -7,6 +7,7 @@
 #include <c10/util/Half.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstring>
@@ -239,6 +240,87 @@ TEST(CudaEmulator, MaximumBlockOf1024Threads) {
   expectNear(out, want, 1e-4f, 1e-4f);
 }
 
+TEST(CudaEmulator, PartialWarpsWidthsAndBlockVotes) {
+  auto m = Module::compile(kernels::kWarpOpsMore);
+  const unsigned blocks = 2, block = 40; // a full warp and a warp of 8 lanes
+  std::mt19937 gen(16);
+  std::vector<int> x(blocks * block), out(blocks * block * 10, -12345);
+  for (int &v : x)
+    v = (int)(gen() % 19) - 9;
+  launch(m, "warp_ops_more", {{blocks}, {block}}, x.data(), out.data());
+  for (unsigned b = 0; b < blocks; ++b) {
+    bool allAbove = true, anyNine = false;
+    for (unsigned t = 0; t < block; ++t)
+      allAbove &= x[b * block + t] > -9, anyNine |= x[b * block + t] == 9;
+    for (unsigned t = 0; t < block; ++t) {
+      const unsigned lane = t % 32, base = b * block + t - lane;
+      const unsigned lanes = std::min(32u, block - (t - lane));
+      auto at = [&](unsigned l) { return x[base + l]; };
+      // A source lane the (partial) warp lacks: the lane's own value.
+      auto src = [&](unsigned l) { return l < lanes ? at(l) : at(lane); };
+      const int *o = &out[(b * block + t) * 10];
+      SCOPED_TRACE("block " + std::to_string(b) + " thread " + std::to_string(t));
+      EXPECT_EQ(o[0], (lane % 8) + 3 < 8 ? src(lane + 3) : at(lane));
+      EXPECT_EQ(o[1], (lane % 8) >= 2 ? at(lane - 2) : at(lane));
+      EXPECT_EQ(o[2], src(lane ^ 4));
+      EXPECT_EQ(o[3], at(0));
+      EXPECT_EQ(o[4], lane < 16 ? src(15) : at(16));
+      EXPECT_EQ(o[5], allAbove);
+      EXPECT_EQ(o[6], anyNine);
+      int mn = 100, mx = -100;
+      for (unsigned l = 0; l < lanes; ++l)
+        mn = std::min(mn, at(l)), mx = std::max(mx, at(l));
+      EXPECT_EQ(o[7], mn);
+      EXPECT_EQ(o[8], mx);
+      EXPECT_EQ((unsigned)o[9], lanes == 32 ? 0xffffffffu : (1u << lanes) - 1);
+    }
+  }
+}
+
+TEST(CudaEmulator, ThreeDimensionalGridsAndCasLoops) {
+  auto m = Module::compile(kernels::kIndexing3D);
+  LaunchConfig cfg{{3, 2, 2}, {4, 3, 2}};
+  const unsigned n = 3 * 2 * 2 * 4 * 3 * 2;
+  auto x = randomFloats(n, -5, 5, 17);
+  std::vector<int> ids(n, -1);
+  float mx = -1e30f;
+  unsigned ticket = 0;
+  int last = -1;
+  launch(m, "indexing_3d", cfg, ids.data(), x.data(), &mx, &ticket, &last);
+  unsigned i = 0;
+  for (unsigned bz = 0; bz < 2; ++bz)
+    for (unsigned by = 0; by < 2; ++by)
+      for (unsigned bx = 0; bx < 3; ++bx)
+        for (unsigned tz = 0; tz < 2; ++tz)
+          for (unsigned ty = 0; ty < 3; ++ty)
+            for (unsigned tx = 0; tx < 4; ++tx)
+              EXPECT_EQ(ids[i++], (int)(bz << 24 | by << 18 | bx << 12 | tz << 8 | ty << 4 | tx));
+  EXPECT_EQ(mx, *std::max_element(x.begin(), x.end()));
+  EXPECT_EQ(ticket, n);
+  EXPECT_GE(last, 0);
+  EXPECT_LT(last, (int)n);
+}
+
+TEST(CudaEmulator, ResultsDoNotDependOnWorkerCount) {
+  auto m = Module::compile(kernels::kSoftmax);
+  const int rows = 64, cols = 300;
+  auto x = randomFloats(rows * cols, -4, 4, 18);
+  std::vector<float> one(rows * cols), four(rows * cols);
+  LaunchConfig cfg{{32}, {128}};
+  cfg.workers = 1;
+  launch(m, "softmax_rows", cfg, x.data(), one.data(), rows, cols);
+  cfg.workers = 4;
+  launch(m, "softmax_rows", cfg, x.data(), four.data(), rows, cols);
+  EXPECT_EQ(0, std::memcmp(one.data(), four.data(), one.size() * sizeof(float)));
+}
+
+TEST(CudaEmulator, TypeLayoutsMatchCuda) {
+  auto m = Module::compile(kernels::kTypeLayout); // the static_asserts are the test
+  int size = 0;
+  launch(m, "type_layout", {{1}, {1}}, &size);
+  EXPECT_EQ(size, 16);
+}
+
 // --- wrong kernels and wrong launches: clear errors, no hangs -----------------
 
 std::string launchError(const std::function<void()> &f) {
@@ -288,6 +370,25 @@ TEST(CudaEmulatorErrors, DeviceAssertIsReported) {
   EXPECT_NE(e.find("block (1,0,0), thread (42,0,0): device assertion `in0[i] >= 0.0f` failed"),
             std::string::npos)
       << e;
+}
+
+TEST(CudaEmulatorErrors, OneBadBlockAmongParallelBlocksIsReported) {
+  auto m = Module::compile(kernels::kOneBadBlock);
+  std::vector<float> out(100 * 64);
+  LaunchConfig cfg{{100}, {64}};
+  cfg.workers = 4;
+  std::string e = launchError([&] { launch(m, "one_bad_block", cfg, out.data()); });
+  EXPECT_NE(e.find("deadlock in kernel one_bad_block, block (57,0,0): 3 threads wait at "
+                   "__syncthreads (first: thread (0,0,0)); 61 threads have exited"),
+            std::string::npos)
+      << e;
+  e = launchError([&] { launch(m, "trapping", cfg, out.data()); });
+  EXPECT_NE(e.find("kernel trapping, block (2,0,0), thread (5,0,0): __trap() called"),
+            std::string::npos)
+      << e;
+  // The module still works after a failed launch.
+  cfg.grid = {56};
+  EXPECT_EQ(launchError([&] { launch(m, "one_bad_block", cfg, out.data()); }), "");
 }
 
 TEST(CudaEmulatorErrors, BadLaunchesAndSources) {

@@ -273,13 +273,92 @@ extern "C" __global__ void device_assert(const float *in0, int n) {
 }
 )";
 
+/// Less common warp and block operations: partial-width shuffles in both
+/// directions, 8-byte and 16-bit shuffles, independent half-warp masks,
+/// block-wide and/or, signed warp min/max, partial warps.
+inline const char *kWarpOpsMore = R"(#include <cuda_fp16.h>
+extern "C" __global__ void warp_ops_more(const int *__restrict__ in0, int *__restrict__ out0) {
+  const int t = threadIdx.x, lane = t & 31;
+  const int v = in0[blockIdx.x * blockDim.x + t];
+  int *o = out0 + (blockIdx.x * blockDim.x + t) * 10;
+  const unsigned active = __activemask(); // the lanes this (maybe partial) warp has
+  o[0] = __shfl_down_sync(active, v, 3, 8);
+  o[1] = __shfl_up_sync(active, v, 2, 8);
+  o[2] = (int)(__shfl_xor_sync(active, (double)v * 0.5, 4) * 2.0);
+  o[3] = (int)__half2float(__shfl_sync(active, __int2half_rn(v), 0));
+  // The two halves of a warp synchronize separately.
+  if (lane < 16)
+    o[4] = __shfl_sync(0x0000ffffu & active, v, 15);
+  else
+    o[4] = __shfl_sync(0xffff0000u & active, v, 16);
+  o[5] = __syncthreads_and(v > -9);
+  o[6] = __syncthreads_or(v == 9);
+  o[7] = __reduce_min_sync(active, v);
+  o[8] = __reduce_max_sync(active, v);
+  o[9] = (int)active;
+}
+)";
+
+/// 3D blocks and grids, and CAS-loop / exchange / increment atomics.
+inline const char *kIndexing3D = R"(
+__device__ float atomicMaxFloat(float *p, float v) {
+  int *q = (int *)p, old = *q, assumed;
+  do {
+    assumed = old;
+    old = atomicCAS(q, assumed, __float_as_int(fmaxf(v, __int_as_float(assumed))));
+  } while (assumed != old);
+  return __int_as_float(old);
+}
+extern "C" __global__ void indexing_3d(int *__restrict__ ids, const float *__restrict__ in0,
+                                       float *__restrict__ maxv, unsigned *__restrict__ ticket,
+                                       int *__restrict__ last) {
+  const int bx = blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z);
+  const int tx = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
+  const int i = bx * (blockDim.x * blockDim.y * blockDim.z) + tx;
+  ids[i] = (blockIdx.z << 24) | (blockIdx.y << 18) | (blockIdx.x << 12) | (threadIdx.z << 8) |
+           (threadIdx.y << 4) | threadIdx.x;
+  atomicMaxFloat(maxv, in0[i]);
+  unsigned k = atomicInc(ticket, 0xffffffffu);
+  atomicExch(last, (int)k);
+}
+)";
+
+/// Vector and 16-bit float types have CUDA's sizes and alignments: NVRTC and
+/// the emulator both compile these assertions.
+inline const char *kTypeLayout = R"(#include <cuda_fp16.h>
+#include <cuda_bf16.h>
+#define CHECK(T, S, A) static_assert(sizeof(T) == S && alignof(T) == A, #T);
+CHECK(char2, 2, 2) CHECK(char4, 4, 4) CHECK(uchar4, 4, 4) CHECK(short2, 4, 4) CHECK(short4, 8, 8)
+CHECK(int2, 8, 8) CHECK(int3, 12, 4) CHECK(int4, 16, 16) CHECK(uint2, 8, 8) CHECK(uint4, 16, 16)
+CHECK(float1, 4, 4) CHECK(float2, 8, 8) CHECK(float3, 12, 4) CHECK(float4, 16, 16)
+CHECK(longlong2, 16, 16) CHECK(ulonglong2, 16, 16) CHECK(double2, 16, 16)
+CHECK(__half, 2, 2) CHECK(__nv_bfloat16, 2, 2) CHECK(__half2, 4, 4) CHECK(__nv_bfloat162, 4, 4)
+CHECK(uint3, 12, 4) CHECK(dim3, 12, 4)
+extern "C" __global__ void type_layout(int *out0) { out0[0] = sizeof(float4); }
+)";
+
+/// A divergent barrier in one block of many, with blocks in parallel.
+inline const char *kOneBadBlock = R"(
+extern "C" __global__ void one_bad_block(float *out0) {
+  if (blockIdx.x == 57 && threadIdx.x < 3)
+    __syncthreads();
+  out0[blockIdx.x * blockDim.x + threadIdx.x] = 1.0f;
+}
+extern "C" __global__ void trapping(float *out0) {
+  if (blockIdx.x == 2 && threadIdx.x == 5)
+    __trap();
+}
+)";
+
 /// Every kernel source above with one of its entry points, for NVRTC.
 inline std::vector<std::pair<std::string, std::string>> all() {
   return {{"pointwise_vec4", kPointwiseVec4}, {"row_sum", kRowSum},
           {"softmax_rows", kSoftmax},         {"transpose_tiles", kTranspose},
           {"histogram_atomics", kAtomics},    {"half_to_bf16", kHalfTypes},
           {"warp_ops", kWarpOps},             {"shared_isolation", kSharedIsolation},
-          {"divergent_barrier", kDivergentBarrier}};
+          {"divergent_barrier", kDivergentBarrier}, {"warp_ops_more", kWarpOpsMore},
+          {"indexing_3d", kIndexing3D},         {"type_layout", kTypeLayout},
+          {"one_bad_block", kOneBadBlock}};
 }
 
 } // namespace tgc::emu::kernels

@@ -137,6 +137,14 @@ inline unsigned short __bfloat16_as_ushort(__nv_bfloat16 b) { return b.__x; }
 inline __nv_bfloat16 __short_as_bfloat16(short b) { return __nv_bfloat16::fromBits((unsigned short)b); }
 inline short __bfloat16_as_short(__nv_bfloat16 b) { return (short)b.__x; }
 
+inline __half __int2half_rn(int i) { return __half((float)i); }
+inline __half __uint2half_rn(unsigned i) { return __half((float)i); }
+inline int __half2int_rz(__half h) { return (int)(float)h; }
+inline int __half2int_rn(__half h) { return (int)std::nearbyint((float)h); }
+inline __nv_bfloat16 __int2bfloat16_rn(int i) { return __nv_bfloat16((float)i); }
+inline int __bfloat162int_rz(__nv_bfloat16 b) { return (int)(float)b; }
+inline int __bfloat162int_rn(__nv_bfloat16 b) { return (int)std::nearbyint((float)b); }
+
 inline __half2 __halves2half2(__half a, __half b) { return {a, b}; }
 inline __half2 __floats2half2_rn(float a, float b) { return {__half(a), __half(b)}; }
 inline __half2 __float2half2_rn(float a) { return {__half(a), __half(a)}; }

@@ -345,6 +345,10 @@ void Module::launch(const std::string &kernel, const LaunchConfig &config, void 
                    std::to_string(l.block.x) + "," + std::to_string(l.block.y) + "," +
                    std::to_string(l.block.z) + ") (CUDA allows 1..1024 threads a block, " +
                    "block z <= 64, grid y and z <= 65535)");
+  if (config.dynamicSharedBytes > 227 * 1024)
+    throw EmuError("invalid launch of " + kernel + ": " +
+                   std::to_string(config.dynamicSharedBytes) +
+                   " bytes of dynamic shared memory (sm_90 allows 227 KiB a block)");
   l.dynamicSharedBytes = config.dynamicSharedBytes;
   l.workers = config.workers ? config.workers : defaultWorkers();
   l.stackBytes = config.stackBytes ? config.stackBytes : defaultStackBytes();

@@ -2,7 +2,7 @@
 // pipeline for device "cuda" and every kernel of the Plan runs, as emitted,
 // in the emulator; results are compared with plain C++ references.
 #include "compiler/pipeline/Pipeline.h"
-#include "tests/emu/CudaEmulator.h"
+#include "tests/emu/EmulatedPlan.h"
 
 #include <c10/util/BFloat16.h>
 #include <c10/util/Half.h>
@@ -48,30 +48,19 @@ void storeFloat(std::vector<unsigned char> &buf, DType t, int64_t i, float v) {
   }
 }
 
-/// Runs every kernel step of `plan` in the emulator over `buffers` (indexed by
-/// value id; inputs filled, the rest allocated here). `maxGrid` caps the grid
-/// so that grid-stride loops take more than one trip.
+/// Runs the plan's steps in the emulator over `buffers` (indexed by value id;
+/// inputs filled, the rest allocated here as NaN bytes). `maxGrid` caps the
+/// grid so that grid-stride loops take more than one trip.
 void runPlanEmulated(const Plan &plan, std::vector<std::vector<unsigned char>> &buffers,
                      unsigned maxGrid) {
   buffers.resize(plan.values.size());
-  for (size_t v = 0; v < plan.values.size(); ++v)
+  std::vector<void *> pointers;
+  for (size_t v = 0; v < plan.values.size(); ++v) {
     if (buffers[v].empty())
       buffers[v].assign(span(plan.values[v]) * elementBytes(plan.values[v].dtype) + 16, 0xff);
-  ASSERT_EQ(plan.kernels.size(), plan.cudaSources.size());
-  for (const Step &s : plan.steps) {
-    ASSERT_EQ(s.kind, Step::Kernel) << "this test covers fused kernels only";
-    const KernelStep &k = plan.kernels[s.index];
-    std::shared_ptr<Module> m = Module::compile(plan.cudaSources[s.index]);
-    std::vector<void *> pointers, args;
-    for (int v : k.inputs)
-      pointers.push_back(buffers[v].data());
-    for (int v : k.outputs)
-      pointers.push_back(buffers[v].data());
-    for (void *&p : pointers)
-      args.push_back(&p);
-    unsigned grid = (unsigned)std::min<int64_t>((k.numel + k.block - 1) / k.block, maxGrid);
-    m->launch(k.name, {{std::max(grid, 1u)}, {(unsigned)k.block}}, args.data());
+    pointers.push_back(buffers[v].data());
   }
+  runPlanSteps(plan, pointers, [&](const KernelStep &k) { return gridStrideLaunch(k, maxGrid); });
 }
 
 std::vector<unsigned char> randomBuffer(const TensorSpec &t, unsigned seed) {
@@ -122,7 +111,7 @@ TEST_P(EmittedSkeleton, MatchesReference) {
     std::vector<std::vector<unsigned char>> bufs(r.plan.values.size());
     bufs[r.plan.inputs[0]] = randomBuffer(r.plan.values[r.plan.inputs[0]], 1);
     bufs[r.plan.inputs[1]] = randomBuffer(r.plan.values[r.plan.inputs[1]], 2);
-    ASSERT_NO_FATAL_FAILURE(runPlanEmulated(r.plan, bufs, maxGrid));
+    runPlanEmulated(r.plan, bufs, maxGrid);
     const auto &a = bufs[r.plan.inputs[0]], &b = bufs[r.plan.inputs[1]];
     const auto &out = bufs[r.plan.outputs[0]];
     for (int64_t i = 0; i < rows * cols; ++i) {
@@ -157,7 +146,7 @@ TEST(EmittedKernels, NonContiguousInputAndMathFunctions) {
   std::vector<std::vector<unsigned char>> bufs(r.plan.values.size());
   bufs[r.plan.inputs[0]] = randomBuffer(r.plan.values[r.plan.inputs[0]], 3);
   bufs[r.plan.inputs[1]] = randomBuffer(r.plan.values[r.plan.inputs[1]], 4);
-  ASSERT_NO_FATAL_FAILURE(runPlanEmulated(r.plan, bufs, 3));
+  runPlanEmulated(r.plan, bufs, 3);
   const float *a = reinterpret_cast<const float *>(bufs[r.plan.inputs[0]].data());
   const float *b = reinterpret_cast<const float *>(bufs[r.plan.inputs[1]].data());
   const float *out = reinterpret_cast<const float *>(bufs[r.plan.outputs[0]].data());

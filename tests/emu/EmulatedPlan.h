@@ -1,0 +1,37 @@
+//===- EmulatedPlan.h - a CUDA Plan's kernel steps run by the emulator ----===//
+//
+// For tests that take a Plan from the pipeline (device "cuda") and check its
+// kernels on the CPU: buffers are host memory laid out as the Plan's specs.
+#ifndef TGC_TESTS_EMU_EMULATEDPLAN_H
+#define TGC_TESTS_EMU_EMULATEDPLAN_H
+
+#include "runtime/Plan.h"
+#include "tests/emu/CudaEmulator.h"
+
+#include <functional>
+#include <vector>
+
+namespace tgc::emu {
+
+/// The launch shape of one kernel step.
+using LaunchShape = std::function<LaunchConfig(const KernelStep &)>;
+
+/// A 1-D grid of ceil(numel / block) blocks (at least one, at most
+/// `maxBlocks`) of `block` threads: what a grid-stride kernel needs. Capping
+/// the grid makes each thread take several trips through the loop.
+LaunchConfig gridStrideLaunch(const KernelStep &k, unsigned maxBlocks = 65535);
+
+/// Runs the steps of `plan` in order. `buffers[v]` is the host memory of value
+/// v (every value the steps touch, allocated by the caller with its spec's
+/// strides); kernel steps launch `plan.cudaSources[i]`'s kernel with the
+/// step's inputs then outputs as arguments. Extern steps go to `onExtern`;
+/// without one they are an EmuError. Modules are compiled once per source.
+void runPlanSteps(const Plan &plan, const std::vector<void *> &buffers,
+                  const LaunchShape &shape = [](const KernelStep &k) {
+                    return gridStrideLaunch(k);
+                  },
+                  const std::function<void(const ExternStep &)> &onExtern = {});
+
+} // namespace tgc::emu
+
+#endif // TGC_TESTS_EMU_EMULATEDPLAN_H

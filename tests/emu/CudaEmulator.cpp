@@ -198,6 +198,21 @@ size_t defaultStackBytes() {
   return 64 * 1024;
 }
 
+int scheduleOrder(LaunchConfig::Schedule s) {
+  if (s == LaunchConfig::Schedule::Default) {
+    const char *e = std::getenv("TGC_EMU_SCHEDULE");
+    std::string v = e ? e : "";
+    if (v.empty() || v == "forward")
+      return 0;
+    if (v == "reverse")
+      return 1;
+    if (v == "shuffled")
+      return 2;
+    throw EmuError("TGC_EMU_SCHEDULE=" + v + " is not one of forward, reverse, shuffled");
+  }
+  return s == LaunchConfig::Schedule::Reverse ? 1 : s == LaunchConfig::Schedule::Shuffled ? 2 : 0;
+}
+
 } // namespace
 
 std::string emulatorIncludeDir() { return TGC_EMU_INCLUDE_DIR; }
@@ -352,6 +367,7 @@ void Module::launch(const std::string &kernel, const LaunchConfig &config, void 
   l.dynamicSharedBytes = config.dynamicSharedBytes;
   l.workers = config.workers ? config.workers : defaultWorkers();
   l.stackBytes = config.stackBytes ? config.stackBytes : defaultStackBytes();
+  l.order = scheduleOrder(config.schedule);
   detail::runGrid(l);
 }
 

@@ -44,6 +44,12 @@ struct LaunchConfig {
   unsigned workers = 0;
   /// Stack per CUDA thread; 0: TGC_EMU_STACK_KB, else 64 KiB.
   size_t stackBytes = 0;
+  /// The order in which a block's ready threads run between barriers. A
+  /// kernel without races between barriers gives the same result under
+  /// every order; comparing two orders finds a missing __syncthreads.
+  enum class Schedule { Default, Forward, Reverse, Shuffled };
+  /// Default: TGC_EMU_SCHEDULE (forward, reverse or shuffled), else Forward.
+  Schedule schedule = Schedule::Default;
 };
 
 class Module {

@@ -301,17 +301,44 @@ TEST(CudaEmulator, ThreeDimensionalGridsAndCasLoops) {
   EXPECT_LT(last, (int)n);
 }
 
-TEST(CudaEmulator, ResultsDoNotDependOnWorkerCount) {
+TEST(CudaEmulator, ResultsDoNotDependOnWorkersOrSchedule) {
   auto m = Module::compile(kernels::kSoftmax);
   const int rows = 64, cols = 300;
   auto x = randomFloats(rows * cols, -4, 4, 18);
-  std::vector<float> one(rows * cols), four(rows * cols);
-  LaunchConfig cfg{{32}, {128}};
-  cfg.workers = 1;
-  launch(m, "softmax_rows", cfg, x.data(), one.data(), rows, cols);
-  cfg.workers = 4;
-  launch(m, "softmax_rows", cfg, x.data(), four.data(), rows, cols);
-  EXPECT_EQ(0, std::memcmp(one.data(), four.data(), one.size() * sizeof(float)));
+  std::vector<float> first;
+  using S = LaunchConfig::Schedule;
+  for (auto [workers, schedule] : {std::pair{1u, S::Forward}, {4u, S::Forward}, {1u, S::Reverse},
+                                   {2u, S::Shuffled}}) {
+    std::vector<float> out(rows * cols);
+    LaunchConfig cfg{{32}, {128}};
+    cfg.workers = workers;
+    cfg.schedule = schedule;
+    launch(m, "softmax_rows", cfg, x.data(), out.data(), rows, cols);
+    if (first.empty())
+      first = out;
+    EXPECT_EQ(0, std::memcmp(first.data(), out.data(), out.size() * sizeof(float)))
+        << workers << " workers, schedule " << (int)schedule;
+  }
+}
+
+TEST(CudaEmulator, AnotherScheduleExposesAMissingBarrier) {
+  auto m = Module::compile(kernels::kNeighbourRead);
+  const unsigned blocks = 4, block = 128, n = blocks * block;
+  auto x = randomFloats(n, -1, 1, 19);
+  std::vector<float> want(n);
+  for (unsigned i = 0; i < n; ++i)
+    want[i] = x[i / block * block + (i % block + 1) % block];
+  using S = LaunchConfig::Schedule;
+  auto run = [&](S schedule, int racy) {
+    std::vector<float> out(n);
+    LaunchConfig cfg{{blocks}, {block}};
+    cfg.schedule = schedule;
+    launch(m, "neighbour_read", cfg, x.data(), out.data(), racy);
+    return out;
+  };
+  for (S s : {S::Forward, S::Reverse, S::Shuffled})
+    EXPECT_EQ(run(s, 0), want) << "with the barrier, schedule " << (int)s;
+  EXPECT_NE(run(S::Forward, 1), run(S::Reverse, 1)) << "the race is visible";
 }
 
 TEST(CudaEmulator, TypeLayoutsMatchCuda) {

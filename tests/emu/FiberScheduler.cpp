@@ -6,7 +6,7 @@
 // exited), so a launch creates blockDim fibers per worker, not per block.
 //
 // Scheduling is cooperative and deterministic: the runner resumes ready
-// fibers in thread order; a fiber runs until it reaches a barrier or a warp
+// fibers in thread order (or reversed, or a fixed shuffle, to expose races); a fiber runs until it reaches a barrier or a warp
 // operation. The last arrival completes the barrier (marks the others ready)
 // and carries on; the others continue on the runner's next pass. A pass that
 // finds nothing ready while threads are still unfinished is a deadlock,
@@ -21,6 +21,7 @@
 #include <cstdint>
 #include <cstring>
 #include <mutex>
+#include <random>
 #include <sys/mman.h>
 #include <thread>
 #include <unistd.h>
@@ -139,6 +140,7 @@ private:
     unsigned long long value[32], result[32];
   };
 
+  void setOrder(tgc_emu_uint3 blockIdx);
   void resume(unsigned i);
   void yield(unsigned i);
   void completeWarpOp(Warp &w, unsigned eff, int op);
@@ -149,6 +151,7 @@ private:
   unsigned n_;
   std::vector<Thread> threads_;
   std::vector<Warp> warps_;
+  std::vector<unsigned> order_; ///< the order of a pass over the threads
   std::vector<unsigned char> dynamicShared_;
   tgc_emu_thread **slot_;
   tgc_emu_uint3 blockIdx_{0, 0, 0};
@@ -233,6 +236,16 @@ void BlockRunner::yield(unsigned i) {
   t.main = std::move(t.main).resume();
 }
 
+void BlockRunner::setOrder(tgc_emu_uint3 blockIdx) {
+  order_.resize(n_);
+  for (unsigned i = 0; i < n_; ++i)
+    order_[i] = launch_.order == 1 ? n_ - 1 - i : i;
+  if (launch_.order == 2) {
+    std::mt19937 gen(blockIdx.x * 73856093u ^ blockIdx.y * 19349663u ^ blockIdx.z * 83492791u);
+    std::shuffle(order_.begin(), order_.end(), gen);
+  }
+}
+
 std::string BlockRunner::run(tgc_emu_uint3 blockIdx) {
   blockIdx_ = blockIdx;
   for (Thread &t : threads_) {
@@ -246,9 +259,10 @@ std::string BlockRunner::run(tgc_emu_uint3 blockIdx) {
   reduceCount_ = 0, reduceAnd_ = 1, reduceOr_ = 0;
   for (Warp &w : warps_)
     w.arrived = 0;
+  setOrder(blockIdx);
   while (exited_ < n_) {
     bool ran = false;
-    for (unsigned i = 0; i < n_; ++i) {
+    for (unsigned i : order_) {
       if (threads_[i].state != State::Ready)
         continue;
       ran = true;

@@ -19,6 +19,9 @@ struct GridLaunch {
   size_t dynamicSharedBytes = 0;
   unsigned workers = 1;    ///< OS threads running blocks
   size_t stackBytes = 0;   ///< per CUDA thread (fiber)
+  /// Thread order within a block: 0 forward, 1 reverse, 2 shuffled (a fixed
+  /// permutation per block, so runs repeat).
+  int order = 0;
 };
 
 /// Runs every block of the grid: each block's threads as fibers on one OS

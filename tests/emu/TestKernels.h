@@ -337,6 +337,20 @@ CHECK(uint3, 12, 4) CHECK(dim3, 12, 4)
 extern "C" __global__ void type_layout(int *out0) { out0[0] = sizeof(float4); }
 )";
 
+/// A race: threads read a neighbour's shared slot with (fixed) and without
+/// (racy) a barrier in between. Only the schedule decides what `racy` reads.
+inline const char *kNeighbourRead = R"(
+extern "C" __global__ void neighbour_read(const float *__restrict__ in0, float *__restrict__ out0,
+                                          int racy) {
+  __shared__ float buf[128];
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  buf[threadIdx.x] = in0[i];
+  if (!racy)
+    __syncthreads();
+  out0[i] = buf[(threadIdx.x + 1) % blockDim.x];
+}
+)";
+
 /// A divergent barrier in one block of many, with blocks in parallel.
 inline const char *kOneBadBlock = R"(
 extern "C" __global__ void one_bad_block(float *out0) {
@@ -358,7 +372,7 @@ inline std::vector<std::pair<std::string, std::string>> all() {
           {"warp_ops", kWarpOps},             {"shared_isolation", kSharedIsolation},
           {"divergent_barrier", kDivergentBarrier}, {"warp_ops_more", kWarpOpsMore},
           {"indexing_3d", kIndexing3D},         {"type_layout", kTypeLayout},
-          {"one_bad_block", kOneBadBlock}};
+          {"one_bad_block", kOneBadBlock},       {"neighbour_read", kNeighbourRead}};
 }
 
 } // namespace tgc::emu::kernels

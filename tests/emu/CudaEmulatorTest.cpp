@@ -150,6 +150,22 @@ TEST(CudaEmulator, HalfAndBfloat16LoadsStoresAndFloatAccumulation) {
     ASSERT_EQ(b[i].x, c10::BFloat16((float)h[i] * 3.0f + 0.25f).x) << i;
 }
 
+TEST(CudaEmulator, PairedHalfArithmetic) {
+  auto m = Module::compile(kernels::kHalfTypes);
+  const int pairs = 500;
+  auto fa = randomFloats(2 * pairs, -3, 3, 20), fb = randomFloats(2 * pairs, -3, 3, 21),
+       fc = randomFloats(2 * pairs, -3, 3, 22);
+  std::vector<c10::Half> a(fa.begin(), fa.end()), b(fb.begin(), fb.end());
+  std::vector<c10::BFloat16> c(fc.begin(), fc.end()), out(2 * pairs);
+  launch(m, "half2_fma", {{2}, {128}}, (void *)a.data(), (void *)b.data(), (void *)c.data(),
+         (void *)out.data(), pairs);
+  for (int i = 0; i < 2 * pairs; ++i) {
+    c10::BFloat16 p((float)c10::Half((float)a[i] * (float)b[i]));
+    float want = (float)c10::BFloat16((float)p * (float)c[i] + (float)c[i]);
+    EXPECT_NEAR((float)out[i], want, 1e-2f * std::fabs(want) + 1e-2f) << i;
+  }
+}
+
 TEST(CudaEmulator, HalfConversionsAreBitExact) {
   auto m = Module::compile(kernels::kHalfTypes);
   // Random floats over the whole range plus the edges: subnormals, ties,

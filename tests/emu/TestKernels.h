@@ -182,6 +182,14 @@ half_to_bf16(const __half *__restrict__ in0, __nv_bfloat16 *__restrict__ out0, i
     out0[i] = __float2bfloat16_rn(v * 3.0f + 0.25f);
   }
 }
+extern "C" __global__ void half2_fma(const __half2 *__restrict__ a, const __half2 *__restrict__ b,
+                                     const __nv_bfloat162 *__restrict__ c,
+                                     __nv_bfloat162 *__restrict__ out0, int pairs) {
+  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < pairs; i += blockDim.x * gridDim.x) {
+    float2 p = __half22float2(__hmul2(a[i], b[i]));
+    out0[i] = __hfma2(__floats2bfloat162_rn(p.x, p.y), c[i], c[i]);
+  }
+}
 extern "C" __global__ void convert_floats(const float *__restrict__ in0,
                                           unsigned short *__restrict__ halfBits,
                                           unsigned short *__restrict__ bf16Bits,

@@ -202,4 +202,26 @@ inline __nv_bfloat16 __hmin(__nv_bfloat16 a, __nv_bfloat16 b) { return std::fmin
 inline bool __hisnan(__nv_bfloat16 a) { return (a.__x & 0x7fffu) > 0x7f80u; }
 inline bool __hisinf(__nv_bfloat16 a) { return (a.__x & 0x7fffu) == 0x7f80u; }
 
+// --- paired arithmetic: each half computed in float, rounded once ---------------
+#define TGC_EMU_PAIR_OPS(P, E)                                                             \
+  inline P __hadd2(P a, P b) { return {E((float)a.x + (float)b.x), E((float)a.y + (float)b.y)}; } \
+  inline P __hsub2(P a, P b) { return {E((float)a.x - (float)b.x), E((float)a.y - (float)b.y)}; } \
+  inline P __hmul2(P a, P b) { return {E((float)a.x * (float)b.x), E((float)a.y * (float)b.y)}; } \
+  inline P __h2div(P a, P b) { return {E((float)a.x / (float)b.x), E((float)a.y / (float)b.y)}; } \
+  inline P __hfma2(P a, P b, P c) {                                                        \
+    return {E(std::fma((float)a.x, (float)b.x, (float)c.x)),                               \
+            E(std::fma((float)a.y, (float)b.y, (float)c.y))};                              \
+  }                                                                                        \
+  inline P __hneg2(P a) { return {-a.x, -a.y}; }                                           \
+  inline P __habs2(P a) { return {__habs(a.x), __habs(a.y)}; }                             \
+  inline P __hmax2(P a, P b) { return {__hmax(a.x, b.x), __hmax(a.y, b.y)}; }              \
+  inline P __hmin2(P a, P b) { return {__hmin(a.x, b.x), __hmin(a.y, b.y)}; }              \
+  inline P operator+(P a, P b) { return __hadd2(a, b); }                                   \
+  inline P operator-(P a, P b) { return __hsub2(a, b); }                                   \
+  inline P operator*(P a, P b) { return __hmul2(a, b); }                                   \
+  inline P operator/(P a, P b) { return __h2div(a, b); }
+TGC_EMU_PAIR_OPS(__half2, __half)
+TGC_EMU_PAIR_OPS(__nv_bfloat162, __nv_bfloat16)
+#undef TGC_EMU_PAIR_OPS
+
 #endif // TGC_CUDA_EMU_HALF_H

@@ -88,6 +88,8 @@ inline float __log10f(float x) { return std::log10(x); }
 inline float __sinf(float x) { return std::sin(x); }
 inline float __cosf(float x) { return std::cos(x); }
 inline float __tanf(float x) { return std::tan(x); }
+inline float __tanhf(float x) { return std::tanh(x); }
+inline float __exp2f(float x) { return std::exp2(x); }
 inline void __sincosf(float x, float *s, float *c) { *s = std::sin(x), *c = std::cos(x); }
 inline float __powf(float a, float b) { return std::pow(a, b); }
 inline float __fdividef(float a, float b) { return a / b; }

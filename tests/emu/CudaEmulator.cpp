@@ -28,10 +28,12 @@ namespace tgc::emu {
 namespace {
 
 /// The prelude's files: their text is part of every module's cache key.
-const char *const kPreludeFiles[] = {
-    "cuda_emu.h",   "cuda_emu_half.h", "cuda_emu_math.h",    "cuda_emu_atomics.h",
-    "tgc_emu_abi.h", "cuda_fp16.h",    "cuda_bf16.h",        "cuda_runtime.h",
-    "cuda_runtime_api.h", "device_launch_parameters.h", "math_constants.h"};
+const char *const kPreludeFiles[] = {"cuda_emu.h",         "cuda_emu_half.h",
+                                     "cuda_emu_math.h",    "cuda_emu_atomics.h",
+                                     "tgc_emu_abi.h",      "cuda_fp16.h",
+                                     "cuda_bf16.h",        "cuda_runtime.h",
+                                     "cuda_runtime_api.h", "device_launch_parameters.h",
+                                     "math_constants.h"};
 
 std::string readFile(const std::string &path) {
   std::ifstream in(path, std::ios::binary);
@@ -58,9 +60,9 @@ std::string runCommand(const std::string &cmd, int &status) {
 std::string compilerVersion() {
   static const std::string version = [] {
     int status = 0;
-    std::string out = runCommand(emulatorCompileCommand().substr(
-                                     0, emulatorCompileCommand().find(' ')) + " --version",
-                                 status);
+    std::string out = runCommand(
+        emulatorCompileCommand().substr(0, emulatorCompileCommand().find(' ')) + " --version",
+        status);
     return out.substr(0, out.find('\n'));
   }();
   return version;
@@ -134,8 +136,10 @@ std::string kernelNameAfter(const std::string &code, size_t pos) {
           ++i;
         int depth = 0;
         do {
-          if (code[i] == '(') ++depth;
-          else if (code[i] == ')') --depth;
+          if (code[i] == '(')
+            ++depth;
+          else if (code[i] == ')')
+            --depth;
           ++i;
         } while (i < code.size() && depth > 0);
         last.clear();
@@ -222,9 +226,8 @@ std::string emulatorCompileCommand() {
   // TGC_EMU_CXXFLAGS adds flags, e.g. "-O0 -g" to step through a kernel.
   const char *extra = std::getenv("TGC_EMU_CXXFLAGS");
   return std::string(cxx && *cxx ? cxx : "c++") +
-         " -std=c++17 -O2 -fPIC -shared -w -fno-strict-aliasing -x c++ -I" +
-         emulatorIncludeDir() + " -include cuda_emu.h" + (extra && *extra ? " " : "") +
-         (extra ? extra : "");
+         " -std=c++17 -O2 -fPIC -shared -w -fno-strict-aliasing -x c++ -I" + emulatorIncludeDir() +
+         " -include cuda_emu.h" + (extra && *extra ? " " : "") + (extra ? extra : "");
 }
 
 std::string emulatedSource(const std::string &cudaSource, std::vector<std::string> &kernels) {
@@ -241,11 +244,12 @@ std::string emulatedSource(const std::string &cudaSource, std::vector<std::strin
     size_t pos = (size_t)m.position(0);
     if (!insideFunction(code, pos))
       throw EmuError("the CUDA emulator supports `extern __shared__` only inside a function "
-                     "body; found one at namespace scope: " + m.str(0));
+                     "body; found one at namespace scope: " +
+                     m.str(0));
     std::string type = withoutAlignment(m.str(1)), name = m.str(2);
     out += cudaSource.substr(copied, pos - copied);
-    out += type + " *const " + name + " = reinterpret_cast<" + type +
-           " *>(tgc_emu_dynamic_shared());";
+    out +=
+        type + " *const " + name + " = reinterpret_cast<" + type + " *>(tgc_emu_dynamic_shared());";
     copied = pos + m.length(0);
   }
   out += cudaSource.substr(copied);
@@ -269,9 +273,10 @@ std::string emulatedSource(const std::string &cudaSource, std::vector<std::strin
   out += "\n#line 1 \"tgc-emu-entry-points\"\n";
   for (const std::string &k : kernels)
     out += "extern \"C\" __attribute__((visibility(\"default\"))) void tgc_emu_entry_" + k +
-           "(void **args) { ::tgc_emu_detail::invoke(&" + k + ", args); }\n"
-           "extern \"C\" __attribute__((visibility(\"default\"))) int tgc_emu_params_" + k +
-           "(const unsigned **sizes) { return ::tgc_emu_detail::parameterSizes(&" + k +
+           "(void **args) { ::tgc_emu_detail::invoke(&" + k +
+           ", args); }\n"
+           "extern \"C\" __attribute__((visibility(\"default\"))) int tgc_emu_params_" +
+           k + "(const unsigned **sizes) { return ::tgc_emu_detail::parameterSizes(&" + k +
            ", sizes); }\n";
   return out;
 }
@@ -300,8 +305,8 @@ std::shared_ptr<Module> Module::compile(const std::string &cudaSource) {
   if (!m->fromCache_) {
     // Compile beside the cache entry, then publish it with an atomic rename.
     static std::atomic<unsigned> counter{0};
-    std::string stem = dir + "/build-" + key + "-" + std::to_string(getpid()) + "-" +
-                       std::to_string(counter++);
+    std::string stem =
+        dir + "/build-" + key + "-" + std::to_string(getpid()) + "-" + std::to_string(counter++);
     std::string src = stem + ".cu", so = stem + ".so";
     std::ofstream(src, std::ios::binary) << source;
     int status = 0;
@@ -339,19 +344,18 @@ std::string Module::unknownKernel(const std::string &kernel) const {
   std::string names;
   for (const std::string &k : kernels_)
     names += (names.empty() ? "" : ", ") + k;
-  return "no __global__ function '" + kernel + "' in the emulated source (it has: " +
-         (names.empty() ? "none" : names) + ")";
+  return "no __global__ function '" + kernel +
+         "' in the emulated source (it has: " + (names.empty() ? "none" : names) + ")";
 }
 
 void Module::launch(const std::string &kernel, const LaunchConfig &config, void **args) const {
   detail::GridLaunch l;
   l.kernel = kernel;
-  l.entry = reinterpret_cast<void (*)(void **)>(
-      dlsym(handle_, ("tgc_emu_entry_" + kernel).c_str()));
+  l.entry =
+      reinterpret_cast<void (*)(void **)>(dlsym(handle_, ("tgc_emu_entry_" + kernel).c_str()));
   if (!l.entry)
     throw EmuError(unknownKernel(kernel));
-  l.currentSlot = reinterpret_cast<tgc_emu_thread **(*)()>(
-      dlsym(handle_, "tgc_emu_current_slot"));
+  l.currentSlot = reinterpret_cast<tgc_emu_thread **(*)()>(dlsym(handle_, "tgc_emu_current_slot"));
   l.args = args;
   l.grid = {config.grid.x, config.grid.y, config.grid.z};
   l.block = {config.block.x, config.block.y, config.block.z};

@@ -88,8 +88,8 @@ private:
 /// where the kernel takes void*), and scalars must match (int vs long long).
 /// The count and sizes are checked against the kernel's parameters.
 template <class... A>
-void launch(const std::shared_ptr<Module> &m, const std::string &kernel,
-            const LaunchConfig &config, A... args) {
+void launch(const std::shared_ptr<Module> &m, const std::string &kernel, const LaunchConfig &config,
+            A... args) {
   const unsigned *sizes = nullptr;
   int n = m->parameterSizes(kernel, &sizes);
   const unsigned given[] = {(unsigned)sizeof(A)..., 0u};

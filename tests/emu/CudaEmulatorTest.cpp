@@ -29,7 +29,8 @@ std::vector<float> randomFloats(size_t n, float lo, float hi, unsigned seed) {
 float fused(float a, float b) {
   float g = 0.5f * a * (1.0f + std::erf(a * 0.70710678f));
   return g * b + std::tanh(b) - std::exp(-std::fabs(a)) + std::log1p(b * b) +
-         1.0f / std::sqrt(1.0f + a * a) + std::fmax(a, b) * (1.0f / (2.0f + std::sqrt(std::fabs(b))));
+         1.0f / std::sqrt(1.0f + a * a) +
+         std::fmax(a, b) * (1.0f / (2.0f + std::sqrt(std::fabs(b))));
 }
 
 void expectNear(const std::vector<float> &got, const std::vector<float> &want, float rtol,
@@ -97,8 +98,8 @@ TEST(CudaEmulator, DynamicSharedMemoryOn2DGrid) {
   for (int r = 0; r < rows; ++r)
     for (int c = 0; c < cols; ++c)
       want[c * rows + r] = x[r * cols + c];
-  LaunchConfig cfg{{(unsigned)(cols + 31) / 32, (unsigned)(rows + 31) / 32}, {32, 8},
-                   32 * 33 * sizeof(float)};
+  LaunchConfig cfg{
+      {(unsigned)(cols + 31) / 32, (unsigned)(rows + 31) / 32}, {32, 8}, 32 * 33 * sizeof(float)};
   launch(m, "transpose_tiles", cfg, x.data(), out.data(), rows, cols);
   EXPECT_EQ(out, want);
 }
@@ -170,9 +171,9 @@ TEST(CudaEmulator, HalfConversionsAreBitExact) {
   auto m = Module::compile(kernels::kHalfTypes);
   // Random floats over the whole range plus the edges: subnormals, ties,
   // the overflow threshold, infinities.
-  std::vector<float> x = {0.0f, -0.0f, 65504.0f, 65519.99f, 65520.0f, 1e-8f, 2.98e-8f, 6.1e-5f,
-                          6.0975552e-05f, 1.0009765625f, 1.00048828125f, INFINITY, -INFINITY,
-                          3.4e38f, -1e-45f};
+  std::vector<float> x = {0.0f,           -0.0f,    65504.0f,  65519.99f,      65520.0f,
+                          1e-8f,          2.98e-8f, 6.1e-5f,   6.0975552e-05f, 1.0009765625f,
+                          1.00048828125f, INFINITY, -INFINITY, 3.4e38f,        -1e-45f};
   std::mt19937 gen(9);
   while (x.size() < 65536) {
     uint32_t bits = gen();
@@ -204,8 +205,8 @@ TEST(CudaEmulator, WarpVotesScansAndPartialWidthShuffles) {
   std::vector<unsigned> ballots(n);
   for (int &v : x)
     v = (int)(gen() % 19) - 9;
-  launch(m, "warp_ops", {{blocks}, {block}}, x.data(), scan.data(), ballots.data(),
-         half16.data(), counts.data());
+  launch(m, "warp_ops", {{blocks}, {block}}, x.data(), scan.data(), ballots.data(), half16.data(),
+         counts.data());
   for (unsigned w = 0; w < n / 32; ++w) {
     int run = 0, sum = 0;
     unsigned ballot = 0;
@@ -323,8 +324,8 @@ TEST(CudaEmulator, ResultsDoNotDependOnWorkersOrSchedule) {
   auto x = randomFloats(rows * cols, -4, 4, 18);
   std::vector<float> first;
   using S = LaunchConfig::Schedule;
-  for (auto [workers, schedule] : {std::pair{1u, S::Forward}, {4u, S::Forward}, {1u, S::Reverse},
-                                   {2u, S::Shuffled}}) {
+  for (auto [workers, schedule] :
+       {std::pair{1u, S::Forward}, {4u, S::Forward}, {1u, S::Reverse}, {2u, S::Shuffled}}) {
     std::vector<float> out(rows * cols);
     LaunchConfig cfg{{32}, {128}};
     cfg.workers = workers;
@@ -387,12 +388,15 @@ TEST(CudaEmulatorErrors, DivergentSyncthreadsIsReported) {
 TEST(CudaEmulatorErrors, ReturnBeforeBarrierIsReported) {
   auto m = Module::compile(kernels::kDivergentBarrier);
   std::vector<float> out(64, 1.0f);
-  std::string e =
-      launchError([&] { launch(m, "return_before_barrier", {{1}, {64}}, out.data(), 50); });
+  std::string e = launchError([&] {
+    launch(m, "return_before_barrier", {{1}, {64}}, out.data(), 50);
+  });
   EXPECT_NE(e.find("50 threads wait at __syncthreads"), std::string::npos) << e;
   EXPECT_NE(e.find("14 threads have exited"), std::string::npos) << e;
   // The same kernel is fine when every thread reaches the barrier.
-  EXPECT_EQ(launchError([&] { launch(m, "return_before_barrier", {{1}, {64}}, out.data(), 64); }),
+  EXPECT_EQ(launchError([&] {
+              launch(m, "return_before_barrier", {{1}, {64}}, out.data(), 64);
+            }),
             "");
 }
 
@@ -437,30 +441,35 @@ TEST(CudaEmulatorErrors, OneBadBlockAmongParallelBlocksIsReported) {
 TEST(CudaEmulatorErrors, BadLaunchesAndSources) {
   auto m = Module::compile(kernels::kRowSum);
   float *p = nullptr;
-  EXPECT_NE(launchError([&] { launch(m, "nope", {{1}, {32}}, p); })
-                .find("no __global__ function 'nope' in the emulated source (it has: row_sum)"),
+  EXPECT_NE(launchError([&] {
+              launch(m, "nope", {{1}, {32}}, p);
+            }).find("no __global__ function 'nope' in the emulated source (it has: row_sum)"),
             std::string::npos);
-  EXPECT_NE(launchError([&] { launch(m, "row_sum", {{1}, {32}}, p, p, 1LL); })
-                .find("parameter 2 has 4 bytes; the launch passes 8"),
+  EXPECT_NE(launchError([&] {
+              launch(m, "row_sum", {{1}, {32}}, p, p, 1LL);
+            }).find("parameter 2 has 4 bytes; the launch passes 8"),
             std::string::npos);
-  EXPECT_NE(launchError([&] { launch(m, "row_sum", {{1}, {2048}}, p, p, 1); })
-                .find("invalid launch of row_sum"),
+  EXPECT_NE(launchError([&] {
+              launch(m, "row_sum", {{1}, {2048}}, p, p, 1);
+            }).find("invalid launch of row_sum"),
             std::string::npos);
-  std::string e = launchError([] { Module::compile("extern \"C\" __global__ void k() { nope(); }"); });
-  EXPECT_NE(e.find("the host compiler rejected the emulated CUDA source (kept at "), std::string::npos)
+  std::string e =
+      launchError([] { Module::compile("extern \"C\" __global__ void k() { nope(); }"); });
+  EXPECT_NE(e.find("the host compiler rejected the emulated CUDA source (kept at "),
+            std::string::npos)
       << e;
   EXPECT_NE(e.find("nope"), std::string::npos) << e;
 }
 
 TEST(CudaEmulatorSource, ExternSharedBecomesThePointerToDynamicSharedMemory) {
   std::vector<std::string> names;
-  std::string s = emulatedSource(
-      "// extern __shared__ float commented[];\n"
-      "extern \"C\" __global__ void __launch_bounds__(128, 2) a(float *x) {\n"
-      "  extern __shared__ __align__(16) float4 buf[];\n  x[0] = buf[0].x;\n}\n"
-      "template <int N> __global__ void t(float *x) {}\n"
-      "__global__ void\nb(int n) {}\n",
-      names);
+  std::string s =
+      emulatedSource("// extern __shared__ float commented[];\n"
+                     "extern \"C\" __global__ void __launch_bounds__(128, 2) a(float *x) {\n"
+                     "  extern __shared__ __align__(16) float4 buf[];\n  x[0] = buf[0].x;\n}\n"
+                     "template <int N> __global__ void t(float *x) {}\n"
+                     "__global__ void\nb(int n) {}\n",
+                     names);
   EXPECT_EQ(names, (std::vector<std::string>{"a", "b"}));
   EXPECT_NE(s.find("float4 *const buf = reinterpret_cast<float4 *>(tgc_emu_dynamic_shared());"),
             std::string::npos)
@@ -503,7 +512,8 @@ TEST(CudaEmulatorSpeed, ReportsThreadsPerSecond) {
   launch(r, "row_sum", {{(unsigned)rows}, {256}}, x.data(), sums.data(), cols);
   double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   std::printf("row_sum: %d CUDA threads (10 warp shuffles, 1 barrier each) in %.3f s: "
-              "%.2f M threads/s\n", rows * 256, s, rows * 256 / s / 1e6);
+              "%.2f M threads/s\n",
+              rows * 256, s, rows * 256 / s / 1e6);
 }
 
 } // namespace

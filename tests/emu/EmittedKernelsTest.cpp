@@ -17,10 +17,18 @@ namespace {
 
 size_t elementBytes(DType t) {
   switch (t) {
-  case DType::Float16: case DType::BFloat16: case DType::Int16: return 2;
-  case DType::Float32: case DType::Int32: return 4;
-  case DType::Float64: case DType::Int64: return 8;
-  default: return 1;
+  case DType::Float16:
+  case DType::BFloat16:
+  case DType::Int16:
+    return 2;
+  case DType::Float32:
+  case DType::Int32:
+    return 4;
+  case DType::Float64:
+  case DType::Int64:
+    return 8;
+  default:
+    return 1;
   }
 }
 
@@ -34,17 +42,25 @@ int64_t span(const TensorSpec &t) {
 
 float loadAsFloat(const std::vector<unsigned char> &buf, DType t, int64_t i) {
   switch (t) {
-  case DType::Float16: return (float)reinterpret_cast<const c10::Half *>(buf.data())[i];
-  case DType::BFloat16: return (float)reinterpret_cast<const c10::BFloat16 *>(buf.data())[i];
-  default: return reinterpret_cast<const float *>(buf.data())[i];
+  case DType::Float16:
+    return (float)reinterpret_cast<const c10::Half *>(buf.data())[i];
+  case DType::BFloat16:
+    return (float)reinterpret_cast<const c10::BFloat16 *>(buf.data())[i];
+  default:
+    return reinterpret_cast<const float *>(buf.data())[i];
   }
 }
 
 void storeFloat(std::vector<unsigned char> &buf, DType t, int64_t i, float v) {
   switch (t) {
-  case DType::Float16: reinterpret_cast<c10::Half *>(buf.data())[i] = c10::Half(v); break;
-  case DType::BFloat16: reinterpret_cast<c10::BFloat16 *>(buf.data())[i] = c10::BFloat16(v); break;
-  default: reinterpret_cast<float *>(buf.data())[i] = v;
+  case DType::Float16:
+    reinterpret_cast<c10::Half *>(buf.data())[i] = c10::Half(v);
+    break;
+  case DType::BFloat16:
+    reinterpret_cast<c10::BFloat16 *>(buf.data())[i] = c10::BFloat16(v);
+    break;
+  default:
+    reinterpret_cast<float *>(buf.data())[i] = v;
   }
 }
 

@@ -26,11 +26,10 @@ LaunchConfig gridStrideLaunch(const KernelStep &k, unsigned maxBlocks = 65535);
 /// strides); kernel steps launch `plan.cudaSources[i]`'s kernel with the
 /// step's inputs then outputs as arguments. Extern steps go to `onExtern`;
 /// without one they are an EmuError. Modules are compiled once per source.
-void runPlanSteps(const Plan &plan, const std::vector<void *> &buffers,
-                  const LaunchShape &shape = [](const KernelStep &k) {
-                    return gridStrideLaunch(k);
-                  },
-                  const std::function<void(const ExternStep &)> &onExtern = {});
+void runPlanSteps(
+    const Plan &plan, const std::vector<void *> &buffers,
+    const LaunchShape &shape = [](const KernelStep &k) { return gridStrideLaunch(k); },
+    const std::function<void(const ExternStep &)> &onExtern = {});
 
 } // namespace tgc::emu
 

@@ -6,9 +6,10 @@
 // exited), so a launch creates blockDim fibers per worker, not per block.
 //
 // Scheduling is cooperative and deterministic: the runner resumes ready
-// fibers in thread order (or reversed, or a fixed shuffle, to expose races); a fiber runs until it reaches a barrier or a warp
-// operation. The last arrival completes the barrier (marks the others ready)
-// and carries on; the others continue on the runner's next pass. A pass that
+// fibers in thread order (or reversed, or a fixed shuffle, to expose races);
+// a fiber runs until it reaches a barrier or a warp operation. The last
+// arrival completes the barrier (marks the others ready) and carries on; the
+// others continue on the runner's next pass. A pass that
 // finds nothing ready while threads are still unfinished is a deadlock,
 // reported with who waits where.
 #include "tests/emu/FiberScheduler.h"
@@ -32,7 +33,7 @@ namespace ctx = boost::context;
 namespace tgc::emu::detail {
 namespace {
 
-/// Hands each fiber its slice of one mapping; the runner unmaps it.
+/// Hands each fiber its slice of a StackArena, which outlives the fiber.
 struct SliceStack {
   void *top;
   size_t size;
@@ -176,8 +177,8 @@ void hookTrap(const char *message) { BlockRunner::current->trap(message); }
 const tgc_emu_hooks kHooks = {hookSyncthreads, hookSyncthreadsReduce, hookWarp, hookTrap};
 
 BlockRunner::BlockRunner(const GridLaunch &launch)
-    : launch_(launch), n_(launch.block.x * launch.block.y * launch.block.z),
-      threads_(n_), warps_((n_ + 31) / 32), dynamicShared_(launch.dynamicSharedBytes + 16),
+    : launch_(launch), n_(launch.block.x * launch.block.y * launch.block.z), threads_(n_),
+      warps_((n_ + 31) / 32), dynamicShared_(launch.dynamicSharedBytes + 16),
       slot_(launch.currentSlot()) {
   for (unsigned i = 0; i < n_; ++i) {
     tgc_emu_thread &v = threads_[i].view;
@@ -283,7 +284,7 @@ int BlockRunner::blockBarrier(int op, int predicate) {
   reduceOr_ |= predicate != 0;
   if (++arrived_ == n_) {
     // Everyone arrived: publish the reduction, release the waiters, carry on.
-    reduceResult_ = op == TGC_EMU_BLOCK_AND ? reduceAnd_
+    reduceResult_ = op == TGC_EMU_BLOCK_AND  ? reduceAnd_
                     : op == TGC_EMU_BLOCK_OR ? reduceOr_
                                              : reduceCount_;
     reduceCount_ = 0, reduceAnd_ = 1, reduceOr_ = 0;
@@ -334,9 +335,14 @@ void BlockRunner::completeWarpOp(Warp &w, unsigned eff, int op) {
       if ((eff >> l & 1) && w.value[l])
         all |= 1ull << l;
     break;
-  case TGC_EMU_WARP_ADD_U32: case TGC_EMU_WARP_AND_U32: case TGC_EMU_WARP_OR_U32:
-  case TGC_EMU_WARP_XOR_U32: case TGC_EMU_WARP_MIN_U32: case TGC_EMU_WARP_MAX_U32:
-  case TGC_EMU_WARP_MIN_I32: case TGC_EMU_WARP_MAX_I32: {
+  case TGC_EMU_WARP_ADD_U32:
+  case TGC_EMU_WARP_AND_U32:
+  case TGC_EMU_WARP_OR_U32:
+  case TGC_EMU_WARP_XOR_U32:
+  case TGC_EMU_WARP_MIN_U32:
+  case TGC_EMU_WARP_MAX_U32:
+  case TGC_EMU_WARP_MIN_I32:
+  case TGC_EMU_WARP_MAX_I32: {
     bool first = true;
     uint32_t acc = 0;
     for (unsigned l = 0; l < 32; ++l) {
@@ -345,14 +351,22 @@ void BlockRunner::completeWarpOp(Warp &w, unsigned eff, int op) {
       uint32_t v = (uint32_t)w.value[l];
       if (first)
         acc = v, first = false;
-      else if (op == TGC_EMU_WARP_ADD_U32) acc += v;
-      else if (op == TGC_EMU_WARP_AND_U32) acc &= v;
-      else if (op == TGC_EMU_WARP_OR_U32) acc |= v;
-      else if (op == TGC_EMU_WARP_XOR_U32) acc ^= v;
-      else if (op == TGC_EMU_WARP_MIN_U32) acc = std::min(acc, v);
-      else if (op == TGC_EMU_WARP_MAX_U32) acc = std::max(acc, v);
-      else if (op == TGC_EMU_WARP_MIN_I32) acc = (uint32_t)std::min((int32_t)acc, (int32_t)v);
-      else acc = (uint32_t)std::max((int32_t)acc, (int32_t)v);
+      else if (op == TGC_EMU_WARP_ADD_U32)
+        acc += v;
+      else if (op == TGC_EMU_WARP_AND_U32)
+        acc &= v;
+      else if (op == TGC_EMU_WARP_OR_U32)
+        acc |= v;
+      else if (op == TGC_EMU_WARP_XOR_U32)
+        acc ^= v;
+      else if (op == TGC_EMU_WARP_MIN_U32)
+        acc = std::min(acc, v);
+      else if (op == TGC_EMU_WARP_MAX_U32)
+        acc = std::max(acc, v);
+      else if (op == TGC_EMU_WARP_MIN_I32)
+        acc = (uint32_t)std::min((int32_t)acc, (int32_t)v);
+      else
+        acc = (uint32_t)std::max((int32_t)acc, (int32_t)v);
     }
     all = acc;
     break;
@@ -388,8 +402,8 @@ void BlockRunner::trap(const std::string &message) {
 
 std::string BlockRunner::threadName(unsigned i) const {
   const tgc_emu_uint3 &t = threads_[i].view.thread_idx;
-  return "thread (" + std::to_string(t.x) + "," + std::to_string(t.y) + "," +
-         std::to_string(t.z) + ")";
+  return "thread (" + std::to_string(t.x) + "," + std::to_string(t.y) + "," + std::to_string(t.z) +
+         ")";
 }
 
 std::string BlockRunner::deadlockMessage() const {
@@ -406,17 +420,16 @@ std::string BlockRunner::deadlockMessage() const {
   auto part = [&](State s, const char *what) {
     unsigned k = (unsigned)s;
     if (counts[k])
-      m += " " + std::to_string(counts[k]) + " threads " + what + " (first: " +
-           threadName(first[k]) + ");";
+      m += " " + std::to_string(counts[k]) + " threads " + what +
+           " (first: " + threadName(first[k]) + ");";
   };
   part(State::AtBarrier, "wait at __syncthreads");
   part(State::AtWarpOp, "wait in a warp operation (__shfl_*_sync, __syncwarp, __ballot_sync)");
   part(State::Exited, "have exited");
   for (unsigned w = 0; w < warps_.size(); ++w)
     if (warps_[w].arrived)
-      m += " warp " + std::to_string(w) + ": lanes " + hex(warps_[w].arrived) +
-           " wait for lanes " + hex(warps_[w].mask[__builtin_ctz(warps_[w].arrived)] &
-                                    ~warps_[w].arrived) + ";";
+      m += " warp " + std::to_string(w) + ": lanes " + hex(warps_[w].arrived) + " wait for lanes " +
+           hex(warps_[w].mask[__builtin_ctz(warps_[w].arrived)] & ~warps_[w].arrived) + ";";
   m += " every thread of a block must reach each __syncthreads, and every lane of a mask "
        "its warp operation: a return or branch around a barrier that only some threads "
        "take (a divergent barrier) hangs a GPU";

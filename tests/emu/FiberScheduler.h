@@ -11,14 +11,14 @@ namespace tgc::emu::detail {
 
 /// Everything one launch needs, resolved from an emulated module.
 struct GridLaunch {
-  std::string kernel;                  ///< for messages
-  void (*entry)(void **args) = nullptr; ///< tgc_emu_entry_<kernel> in the module
+  std::string kernel;                          ///< for messages
+  void (*entry)(void **args) = nullptr;        ///< tgc_emu_entry_<kernel> in the module
   tgc_emu_thread **(*currentSlot)() = nullptr; ///< tgc_emu_current_slot in the module
   void **args = nullptr;
   tgc_emu_uint3 grid{1, 1, 1}, block{1, 1, 1};
   size_t dynamicSharedBytes = 0;
-  unsigned workers = 1;    ///< OS threads running blocks
-  size_t stackBytes = 0;   ///< per CUDA thread (fiber)
+  unsigned workers = 1;  ///< OS threads running blocks
+  size_t stackBytes = 0; ///< per CUDA thread (fiber)
   /// Thread order within a block: 0 forward, 1 reverse, 2 shuffled (a fixed
   /// permutation per block, so runs repeat).
   int order = 0;

@@ -374,13 +374,20 @@ extern "C" __global__ void trapping(float *out0) {
 
 /// Every kernel source above with one of its entry points, for NVRTC.
 inline std::vector<std::pair<std::string, std::string>> all() {
-  return {{"pointwise_vec4", kPointwiseVec4}, {"row_sum", kRowSum},
-          {"softmax_rows", kSoftmax},         {"transpose_tiles", kTranspose},
-          {"histogram_atomics", kAtomics},    {"half_to_bf16", kHalfTypes},
-          {"warp_ops", kWarpOps},             {"shared_isolation", kSharedIsolation},
-          {"divergent_barrier", kDivergentBarrier}, {"warp_ops_more", kWarpOpsMore},
-          {"indexing_3d", kIndexing3D},         {"type_layout", kTypeLayout},
-          {"one_bad_block", kOneBadBlock},       {"neighbour_read", kNeighbourRead}};
+  return {{"pointwise_vec4", kPointwiseVec4},
+          {"row_sum", kRowSum},
+          {"softmax_rows", kSoftmax},
+          {"transpose_tiles", kTranspose},
+          {"histogram_atomics", kAtomics},
+          {"half_to_bf16", kHalfTypes},
+          {"warp_ops", kWarpOps},
+          {"shared_isolation", kSharedIsolation},
+          {"divergent_barrier", kDivergentBarrier},
+          {"warp_ops_more", kWarpOpsMore},
+          {"indexing_3d", kIndexing3D},
+          {"type_layout", kTypeLayout},
+          {"one_bad_block", kOneBadBlock},
+          {"neighbour_read", kNeighbourRead}};
 }
 
 } // namespace tgc::emu::kernels

@@ -15,7 +15,6 @@
 #include "tgc_emu_abi.h"
 #undef tgc_emu_uint3
 
-#include <math.h>
 #include <algorithm>
 #include <climits>
 #include <cmath>
@@ -23,6 +22,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <math.h>
 #include <type_traits>
 #include <utility>
 
@@ -86,7 +86,9 @@ inline int blockBarrier(int op, int p) {
 }
 } // namespace tgc_emu_detail
 inline void __syncthreads() { tgc_emu_detail::blockBarrier(-1, 0); }
-inline int __syncthreads_count(int p) { return tgc_emu_detail::blockBarrier(TGC_EMU_BLOCK_COUNT, p); }
+inline int __syncthreads_count(int p) {
+  return tgc_emu_detail::blockBarrier(TGC_EMU_BLOCK_COUNT, p);
+}
 inline int __syncthreads_and(int p) { return tgc_emu_detail::blockBarrier(TGC_EMU_BLOCK_AND, p); }
 inline int __syncthreads_or(int p) { return tgc_emu_detail::blockBarrier(TGC_EMU_BLOCK_OR, p); }
 
@@ -150,10 +152,8 @@ inline unsigned __activemask() {
   unsigned n = blockDim.x * blockDim.y * blockDim.z, first = tgc_emu_detail::linearThread() & ~31u;
   return n - first >= 32 ? 0xffffffffu : (1u << (n - first)) - 1u;
 }
-#define TGC_EMU_REDUCE(NAME, T, OP)                                                        \
-  inline T NAME(unsigned mask, T v) {                                                      \
-    return (T)tgc_emu_detail::warpOp(mask, OP, (unsigned)v, 0);                            \
-  }
+#define TGC_EMU_REDUCE(NAME, T, OP)                                                                \
+  inline T NAME(unsigned mask, T v) { return (T)tgc_emu_detail::warpOp(mask, OP, (unsigned)v, 0); }
 TGC_EMU_REDUCE(__reduce_add_sync, unsigned, TGC_EMU_WARP_ADD_U32)
 TGC_EMU_REDUCE(__reduce_add_sync, int, TGC_EMU_WARP_ADD_U32)
 TGC_EMU_REDUCE(__reduce_min_sync, unsigned, TGC_EMU_WARP_MIN_U32)
@@ -177,35 +177,46 @@ inline long long clock64() { return (long long)__builtin_ia32_rdtsc(); }
 #undef assert
 #define TGC_EMU_STR2(x) #x
 #define TGC_EMU_STR(x) TGC_EMU_STR2(x)
-#define assert(e)                                                                          \
-  ((e) ? (void)0                                                                           \
-       : tgc_emu_cur->hooks->trap("device assertion `" #e "` failed at " __FILE__          \
+#define assert(e)                                                                                  \
+  ((e) ? (void)0                                                                                   \
+       : tgc_emu_cur->hooks->trap("device assertion `" #e "` failed at " __FILE__                  \
                                   ":" TGC_EMU_STR(__LINE__)))
 
 // --- vector types (CUDA's sizes and alignments) --------------------------------
-#define TGC_EMU_VEC1(T, NAME, A)                                                           \
-  struct __attribute__((aligned(A))) NAME##1 { T x; };                                     \
+#define TGC_EMU_VEC1(T, NAME, A)                                                                   \
+  struct __attribute__((aligned(A))) NAME##1 {                                                     \
+    T x;                                                                                           \
+  };                                                                                               \
   inline NAME##1 make_##NAME##1(T x) { return {x}; }
-#define TGC_EMU_VEC2(T, NAME, A)                                                           \
-  struct __attribute__((aligned(A))) NAME##2 { T x, y; };                                  \
+#define TGC_EMU_VEC2(T, NAME, A)                                                                   \
+  struct __attribute__((aligned(A))) NAME##2 {                                                     \
+    T x, y;                                                                                        \
+  };                                                                                               \
   inline NAME##2 make_##NAME##2(T x, T y) { return {x, y}; }
-#define TGC_EMU_VEC3(T, NAME, A)                                                           \
-  struct __attribute__((aligned(A))) NAME##3 { T x, y, z; };                               \
+#define TGC_EMU_VEC3(T, NAME, A)                                                                   \
+  struct __attribute__((aligned(A))) NAME##3 {                                                     \
+    T x, y, z;                                                                                     \
+  };                                                                                               \
   inline NAME##3 make_##NAME##3(T x, T y, T z) { return {x, y, z}; }
-#define TGC_EMU_VEC4(T, NAME, A)                                                           \
-  struct __attribute__((aligned(A))) NAME##4 { T x, y, z, w; };                            \
+#define TGC_EMU_VEC4(T, NAME, A)                                                                   \
+  struct __attribute__((aligned(A))) NAME##4 {                                                     \
+    T x, y, z, w;                                                                                  \
+  };                                                                                               \
   inline NAME##4 make_##NAME##4(T x, T y, T z, T w) { return {x, y, z, w}; }
-#define TGC_EMU_VEC(T, NAME, A1, A2, A3, A4)                                               \
-  TGC_EMU_VEC1(T, NAME, A1) TGC_EMU_VEC2(T, NAME, A2) TGC_EMU_VEC3(T, NAME, A3)            \
-  TGC_EMU_VEC4(T, NAME, A4)
+#define TGC_EMU_VEC(T, NAME, A1, A2, A3, A4)                                                       \
+  TGC_EMU_VEC1(T, NAME, A1)                                                                        \
+  TGC_EMU_VEC2(T, NAME, A2) TGC_EMU_VEC3(T, NAME, A3) TGC_EMU_VEC4(T, NAME, A4)
 TGC_EMU_VEC(signed char, char, 1, 2, 1, 4)
 TGC_EMU_VEC(unsigned char, uchar, 1, 2, 1, 4)
 TGC_EMU_VEC(short, short, 2, 4, 2, 8)
 TGC_EMU_VEC(unsigned short, ushort, 2, 4, 2, 8)
 TGC_EMU_VEC(int, int, 4, 8, 4, 16)
 // uint3 is the built-in index type, declared with the ABI (tgc_emu_abi.h).
-TGC_EMU_VEC1(unsigned, uint, 4) TGC_EMU_VEC2(unsigned, uint, 8) TGC_EMU_VEC4(unsigned, uint, 16)
-inline uint3 make_uint3(unsigned x, unsigned y, unsigned z) { return {x, y, z}; }
+TGC_EMU_VEC1(unsigned, uint, 4)
+TGC_EMU_VEC2(unsigned, uint, 8) TGC_EMU_VEC4(unsigned, uint, 16) inline uint3
+    make_uint3(unsigned x, unsigned y, unsigned z) {
+  return {x, y, z};
+}
 TGC_EMU_VEC(long, long, 8, 16, 8, 16)
 TGC_EMU_VEC(unsigned long, ulong, 8, 16, 8, 16)
 TGC_EMU_VEC(long long, longlong, 8, 16, 8, 16)
@@ -235,8 +246,8 @@ template <class T> inline void __stcg(T *p, T v) { *p = v; }
 template <class T> inline void __stcs(T *p, T v) { *p = v; }
 template <class T> inline void __stwt(T *p, T v) { *p = v; }
 
-#include "cuda_emu_math.h"
 #include "cuda_emu_atomics.h"
+#include "cuda_emu_math.h"
 
 // --- the host side of a launch ---------------------------------------------------
 namespace tgc_emu_detail {

@@ -71,36 +71,36 @@ inline float bfloat16BitsToFloat(unsigned short b) {
 /// The two 16-bit float types share one shape: bits, implicit float
 /// conversions both ways (as CUDA's without __CUDA_NO_HALF_CONVERSIONS__) and
 /// arithmetic through float.
-#define TGC_EMU_HALF_TYPE(T, TO_BITS, FROM_BITS)                                          \
-  struct __attribute__((aligned(2))) T {                                                   \
-    unsigned short __x;                                                                    \
-    T() = default;                                                                         \
-    T(float f) : __x(tgc_emu_detail::TO_BITS(f)) {}                                        \
-    T(double d) : __x(tgc_emu_detail::TO_BITS((float)d)) {}                                \
-    T(int i) : __x(tgc_emu_detail::TO_BITS((float)i)) {}                                   \
-    T(long long i) : __x(tgc_emu_detail::TO_BITS((float)i)) {}                             \
-    T(unsigned i) : __x(tgc_emu_detail::TO_BITS((float)i)) {}                              \
-    operator float() const { return tgc_emu_detail::FROM_BITS(__x); }                      \
-    static T fromBits(unsigned short b) {                                                  \
-      T t;                                                                                 \
-      t.__x = b;                                                                           \
-      return t;                                                                            \
-    }                                                                                      \
-  };                                                                                       \
-  inline T operator+(T a, T b) { return T((float)a + (float)b); }                          \
-  inline T operator-(T a, T b) { return T((float)a - (float)b); }                          \
-  inline T operator*(T a, T b) { return T((float)a * (float)b); }                          \
-  inline T operator/(T a, T b) { return T((float)a / (float)b); }                          \
-  inline T operator-(T a) { return T::fromBits((unsigned short)(a.__x ^ 0x8000u)); }       \
-  inline T &operator+=(T &a, T b) { return a = a + b; }                                    \
-  inline T &operator-=(T &a, T b) { return a = a - b; }                                    \
-  inline T &operator*=(T &a, T b) { return a = a * b; }                                    \
-  inline T &operator/=(T &a, T b) { return a = a / b; }                                    \
-  inline bool operator==(T a, T b) { return (float)a == (float)b; }                        \
-  inline bool operator!=(T a, T b) { return (float)a != (float)b; }                        \
-  inline bool operator<(T a, T b) { return (float)a < (float)b; }                          \
-  inline bool operator<=(T a, T b) { return (float)a <= (float)b; }                        \
-  inline bool operator>(T a, T b) { return (float)a > (float)b; }                          \
+#define TGC_EMU_HALF_TYPE(T, TO_BITS, FROM_BITS)                                                   \
+  struct __attribute__((aligned(2))) T {                                                           \
+    unsigned short __x;                                                                            \
+    T() = default;                                                                                 \
+    T(float f) : __x(tgc_emu_detail::TO_BITS(f)) {}                                                \
+    T(double d) : __x(tgc_emu_detail::TO_BITS((float)d)) {}                                        \
+    T(int i) : __x(tgc_emu_detail::TO_BITS((float)i)) {}                                           \
+    T(long long i) : __x(tgc_emu_detail::TO_BITS((float)i)) {}                                     \
+    T(unsigned i) : __x(tgc_emu_detail::TO_BITS((float)i)) {}                                      \
+    operator float() const { return tgc_emu_detail::FROM_BITS(__x); }                              \
+    static T fromBits(unsigned short b) {                                                          \
+      T t;                                                                                         \
+      t.__x = b;                                                                                   \
+      return t;                                                                                    \
+    }                                                                                              \
+  };                                                                                               \
+  inline T operator+(T a, T b) { return T((float)a + (float)b); }                                  \
+  inline T operator-(T a, T b) { return T((float)a - (float)b); }                                  \
+  inline T operator*(T a, T b) { return T((float)a * (float)b); }                                  \
+  inline T operator/(T a, T b) { return T((float)a / (float)b); }                                  \
+  inline T operator-(T a) { return T::fromBits((unsigned short)(a.__x ^ 0x8000u)); }               \
+  inline T &operator+=(T &a, T b) { return a = a + b; }                                            \
+  inline T &operator-=(T &a, T b) { return a = a - b; }                                            \
+  inline T &operator*=(T &a, T b) { return a = a * b; }                                            \
+  inline T &operator/=(T &a, T b) { return a = a / b; }                                            \
+  inline bool operator==(T a, T b) { return (float)a == (float)b; }                                \
+  inline bool operator!=(T a, T b) { return (float)a != (float)b; }                                \
+  inline bool operator<(T a, T b) { return (float)a < (float)b; }                                  \
+  inline bool operator<=(T a, T b) { return (float)a <= (float)b; }                                \
+  inline bool operator>(T a, T b) { return (float)a > (float)b; }                                  \
   inline bool operator>=(T a, T b) { return (float)a >= (float)b; }
 
 TGC_EMU_HALF_TYPE(__half, floatToHalfBits, halfBitsToFloat)
@@ -134,7 +134,9 @@ inline __nv_bfloat16 __double2bfloat16(double d) { return __nv_bfloat16((float)d
 inline float __bfloat162float(__nv_bfloat16 b) { return (float)b; }
 inline __nv_bfloat16 __ushort_as_bfloat16(unsigned short b) { return __nv_bfloat16::fromBits(b); }
 inline unsigned short __bfloat16_as_ushort(__nv_bfloat16 b) { return b.__x; }
-inline __nv_bfloat16 __short_as_bfloat16(short b) { return __nv_bfloat16::fromBits((unsigned short)b); }
+inline __nv_bfloat16 __short_as_bfloat16(short b) {
+  return __nv_bfloat16::fromBits((unsigned short)b);
+}
 inline short __bfloat16_as_short(__nv_bfloat16 b) { return (short)b.__x; }
 
 inline __half __int2half_rn(int i) { return __half((float)i); }
@@ -169,11 +171,11 @@ inline __nv_bfloat16 __low2bfloat16(__nv_bfloat162 b) { return b.x; }
 inline __nv_bfloat16 __high2bfloat16(__nv_bfloat162 b) { return b.y; }
 
 // --- arithmetic intrinsics: computed in float, rounded once to the type ---
-#define TGC_EMU_HALF_OPS(T, P)                                                             \
-  inline T __h##P##add(T a, T b) { return T((float)a + (float)b); }                        \
-  inline T __h##P##sub(T a, T b) { return T((float)a - (float)b); }                        \
-  inline T __h##P##mul(T a, T b) { return T((float)a * (float)b); }                        \
-  inline T __h##P##div(T a, T b) { return T((float)a / (float)b); }                        \
+#define TGC_EMU_HALF_OPS(T, P)                                                                     \
+  inline T __h##P##add(T a, T b) { return T((float)a + (float)b); }                                \
+  inline T __h##P##sub(T a, T b) { return T((float)a - (float)b); }                                \
+  inline T __h##P##mul(T a, T b) { return T((float)a * (float)b); }                                \
+  inline T __h##P##div(T a, T b) { return T((float)a / (float)b); }                                \
   inline T __h##P##fma(T a, T b, T c) { return T(std::fma((float)a, (float)b, (float)c)); }
 TGC_EMU_HALF_OPS(__half, )
 #undef TGC_EMU_HALF_OPS
@@ -197,28 +199,32 @@ inline __nv_bfloat16 __hneg(__nv_bfloat16 a) { return -a; }
 inline __nv_bfloat16 __habs(__nv_bfloat16 a) {
   return __nv_bfloat16::fromBits((unsigned short)(a.__x & 0x7fffu));
 }
-inline __nv_bfloat16 __hmax(__nv_bfloat16 a, __nv_bfloat16 b) { return std::fmax((float)a, (float)b); }
-inline __nv_bfloat16 __hmin(__nv_bfloat16 a, __nv_bfloat16 b) { return std::fmin((float)a, (float)b); }
+inline __nv_bfloat16 __hmax(__nv_bfloat16 a, __nv_bfloat16 b) {
+  return std::fmax((float)a, (float)b);
+}
+inline __nv_bfloat16 __hmin(__nv_bfloat16 a, __nv_bfloat16 b) {
+  return std::fmin((float)a, (float)b);
+}
 inline bool __hisnan(__nv_bfloat16 a) { return (a.__x & 0x7fffu) > 0x7f80u; }
 inline bool __hisinf(__nv_bfloat16 a) { return (a.__x & 0x7fffu) == 0x7f80u; }
 
 // --- paired arithmetic: each half computed in float, rounded once ---------------
-#define TGC_EMU_PAIR_OPS(P, E)                                                             \
-  inline P __hadd2(P a, P b) { return {E((float)a.x + (float)b.x), E((float)a.y + (float)b.y)}; } \
-  inline P __hsub2(P a, P b) { return {E((float)a.x - (float)b.x), E((float)a.y - (float)b.y)}; } \
-  inline P __hmul2(P a, P b) { return {E((float)a.x * (float)b.x), E((float)a.y * (float)b.y)}; } \
-  inline P __h2div(P a, P b) { return {E((float)a.x / (float)b.x), E((float)a.y / (float)b.y)}; } \
-  inline P __hfma2(P a, P b, P c) {                                                        \
-    return {E(std::fma((float)a.x, (float)b.x, (float)c.x)),                               \
-            E(std::fma((float)a.y, (float)b.y, (float)c.y))};                              \
-  }                                                                                        \
-  inline P __hneg2(P a) { return {-a.x, -a.y}; }                                           \
-  inline P __habs2(P a) { return {__habs(a.x), __habs(a.y)}; }                             \
-  inline P __hmax2(P a, P b) { return {__hmax(a.x, b.x), __hmax(a.y, b.y)}; }              \
-  inline P __hmin2(P a, P b) { return {__hmin(a.x, b.x), __hmin(a.y, b.y)}; }              \
-  inline P operator+(P a, P b) { return __hadd2(a, b); }                                   \
-  inline P operator-(P a, P b) { return __hsub2(a, b); }                                   \
-  inline P operator*(P a, P b) { return __hmul2(a, b); }                                   \
+#define TGC_EMU_PAIR_OPS(P, E)                                                                     \
+  inline P __hadd2(P a, P b) { return {E((float)a.x + (float)b.x), E((float)a.y + (float)b.y)}; }  \
+  inline P __hsub2(P a, P b) { return {E((float)a.x - (float)b.x), E((float)a.y - (float)b.y)}; }  \
+  inline P __hmul2(P a, P b) { return {E((float)a.x * (float)b.x), E((float)a.y * (float)b.y)}; }  \
+  inline P __h2div(P a, P b) { return {E((float)a.x / (float)b.x), E((float)a.y / (float)b.y)}; }  \
+  inline P __hfma2(P a, P b, P c) {                                                                \
+    return {E(std::fma((float)a.x, (float)b.x, (float)c.x)),                                       \
+            E(std::fma((float)a.y, (float)b.y, (float)c.y))};                                      \
+  }                                                                                                \
+  inline P __hneg2(P a) { return {-a.x, -a.y}; }                                                   \
+  inline P __habs2(P a) { return {__habs(a.x), __habs(a.y)}; }                                     \
+  inline P __hmax2(P a, P b) { return {__hmax(a.x, b.x), __hmax(a.y, b.y)}; }                      \
+  inline P __hmin2(P a, P b) { return {__hmin(a.x, b.x), __hmin(a.y, b.y)}; }                      \
+  inline P operator+(P a, P b) { return __hadd2(a, b); }                                           \
+  inline P operator-(P a, P b) { return __hsub2(a, b); }                                           \
+  inline P operator*(P a, P b) { return __hmul2(a, b); }                                           \
   inline P operator/(P a, P b) { return __h2div(a, b); }
 TGC_EMU_PAIR_OPS(__half2, __half)
 TGC_EMU_PAIR_OPS(__nv_bfloat162, __nv_bfloat16)

@@ -58,14 +58,14 @@ inline double erfinv(double y) {
   if (w < 5.0) {
     w -= 2.5;
     x = 2.81022636e-08;
-    for (double c : {3.43273939e-07, -3.5233877e-06, -4.39150654e-06, 0.00021858087,
-                     -0.00125372503, -0.00417768164, 0.246640727, 1.50140941})
+    for (double c : {3.43273939e-07, -3.5233877e-06, -4.39150654e-06, 0.00021858087, -0.00125372503,
+                     -0.00417768164, 0.246640727, 1.50140941})
       x = c + x * w;
   } else {
     w = std::sqrt(w) - 3.0;
     x = -0.000200214257;
-    for (double c : {0.000100950558, 0.00134934322, -0.00367342844, 0.00573950773,
-                     -0.0076224613, 0.00943887047, 1.00167406, 2.83297682})
+    for (double c : {0.000100950558, 0.00134934322, -0.00367342844, 0.00573950773, -0.0076224613,
+                     0.00943887047, 1.00167406, 2.83297682})
       x = c + x * w;
   }
   x *= y;
@@ -94,20 +94,20 @@ inline void __sincosf(float x, float *s, float *c) { *s = std::sin(x), *c = std:
 inline float __powf(float a, float b) { return std::pow(a, b); }
 inline float __fdividef(float a, float b) { return a / b; }
 inline float __saturatef(float x) { return x >= 1.0f ? 1.0f : x > 0.0f ? x : 0.0f; }
-#define TGC_EMU_ROUNDED(SUFFIX)                                                            \
-  inline float __fadd_##SUFFIX(float a, float b) { return a + b; }                         \
-  inline float __fsub_##SUFFIX(float a, float b) { return a - b; }                         \
-  inline float __fmul_##SUFFIX(float a, float b) { return a * b; }                         \
-  inline float __fdiv_##SUFFIX(float a, float b) { return a / b; }                         \
-  inline float __frcp_##SUFFIX(float a) { return 1.0f / a; }                               \
-  inline float __fsqrt_##SUFFIX(float a) { return std::sqrt(a); }                          \
-  inline float __fmaf_##SUFFIX(float a, float b, float c) { return std::fma(a, b, c); }    \
-  inline double __dadd_##SUFFIX(double a, double b) { return a + b; }                      \
-  inline double __dsub_##SUFFIX(double a, double b) { return a - b; }                      \
-  inline double __dmul_##SUFFIX(double a, double b) { return a * b; }                      \
-  inline double __ddiv_##SUFFIX(double a, double b) { return a / b; }                      \
-  inline double __drcp_##SUFFIX(double a) { return 1.0 / a; }                              \
-  inline double __dsqrt_##SUFFIX(double a) { return std::sqrt(a); }                        \
+#define TGC_EMU_ROUNDED(SUFFIX)                                                                    \
+  inline float __fadd_##SUFFIX(float a, float b) { return a + b; }                                 \
+  inline float __fsub_##SUFFIX(float a, float b) { return a - b; }                                 \
+  inline float __fmul_##SUFFIX(float a, float b) { return a * b; }                                 \
+  inline float __fdiv_##SUFFIX(float a, float b) { return a / b; }                                 \
+  inline float __frcp_##SUFFIX(float a) { return 1.0f / a; }                                       \
+  inline float __fsqrt_##SUFFIX(float a) { return std::sqrt(a); }                                  \
+  inline float __fmaf_##SUFFIX(float a, float b, float c) { return std::fma(a, b, c); }            \
+  inline double __dadd_##SUFFIX(double a, double b) { return a + b; }                              \
+  inline double __dsub_##SUFFIX(double a, double b) { return a - b; }                              \
+  inline double __dmul_##SUFFIX(double a, double b) { return a * b; }                              \
+  inline double __ddiv_##SUFFIX(double a, double b) { return a / b; }                              \
+  inline double __drcp_##SUFFIX(double a) { return 1.0 / a; }                                      \
+  inline double __dsqrt_##SUFFIX(double a) { return std::sqrt(a); }                                \
   inline double __fma_##SUFFIX(double a, double b, double c) { return std::fma(a, b, c); }
 TGC_EMU_ROUNDED(rn)
 TGC_EMU_ROUNDED(rz)
@@ -176,7 +176,9 @@ inline int __mulhi(int a, int b) { return (int)(((long long)a * b) >> 32); }
 inline unsigned __umulhi(unsigned a, unsigned b) {
   return (unsigned)(((unsigned long long)a * b) >> 32);
 }
-inline long long __mul64hi(long long a, long long b) { return (long long)(((__int128)a * b) >> 64); }
+inline long long __mul64hi(long long a, long long b) {
+  return (long long)(((__int128)a * b) >> 64);
+}
 inline unsigned long long __umul64hi(unsigned long long a, unsigned long long b) {
   return (unsigned long long)(((unsigned __int128)a * b) >> 64);
 }

@@ -121,8 +121,9 @@ bool isIdent(char c) { return std::isalnum((unsigned char)c) || c == '_'; }
 
 /// The name declared by the `__global__` at `pos`: the last identifier before
 /// the parameter list, skipping __launch_bounds__(...) and attributes.
-std::string kernelNameAfter(const std::string &code, size_t pos) {
+std::string kernelNameAfter(const std::string &code, size_t pos, unsigned &maxThreads) {
   std::string last;
+  maxThreads = 1024;
   for (size_t i = pos; i < code.size();) {
     char c = code[i];
     if (isIdent(c)) {
@@ -134,6 +135,15 @@ std::string kernelNameAfter(const std::string &code, size_t pos) {
       if (last == "__launch_bounds__" || last == "__attribute__" || last == "__align__") {
         while (i < code.size() && std::isspace((unsigned char)code[i]))
           ++i;
+        if (last == "__launch_bounds__") {
+          // The first argument, when it is a literal: maxThreadsPerBlock.
+          size_t b = i + 1, e = code.find_first_of(",)", b);
+          std::string arg = code.substr(b, e == std::string::npos ? 0 : e - b);
+          arg.erase(std::remove_if(arg.begin(), arg.end(), ::isspace), arg.end());
+          if (!arg.empty() && arg.size() < 6 &&
+              std::all_of(arg.begin(), arg.end(), [](char c) { return std::isdigit(c); }))
+            maxThreads = (unsigned)std::stoul(arg);
+        }
         int depth = 0;
         do {
           if (code[i] == '(')
@@ -230,7 +240,8 @@ std::string emulatorCompileCommand() {
          " -include cuda_emu.h" + (extra && *extra ? " " : "") + (extra ? extra : "");
 }
 
-std::string emulatedSource(const std::string &cudaSource, std::vector<std::string> &kernels) {
+std::string emulatedSource(const std::string &cudaSource, std::vector<std::string> &kernels,
+                           std::vector<unsigned> *maxThreads) {
   std::string code = codeOnly(cudaSource);
   // Block-scope `extern __shared__ T name[];` -> a pointer to the block's
   // dynamic shared memory, on the same line (line numbers stay right).
@@ -255,6 +266,8 @@ std::string emulatedSource(const std::string &cudaSource, std::vector<std::strin
   out += cudaSource.substr(copied);
 
   kernels.clear();
+  if (maxThreads)
+    maxThreads->clear();
   std::string outCode = codeOnly(out);
   for (size_t pos = outCode.find("__global__"); pos != std::string::npos;
        pos = outCode.find("__global__", pos + 10)) {
@@ -266,9 +279,13 @@ std::string emulatedSource(const std::string &cudaSource, std::vector<std::strin
     stmt = stmt == std::string::npos ? 0 : stmt;
     if (outCode.substr(stmt, pos - stmt).find("template") != std::string::npos)
       continue;
-    std::string name = kernelNameAfter(outCode, pos + 10);
-    if (!name.empty() && std::find(kernels.begin(), kernels.end(), name) == kernels.end())
+    unsigned bound = 1024;
+    std::string name = kernelNameAfter(outCode, pos + 10, bound);
+    if (!name.empty() && std::find(kernels.begin(), kernels.end(), name) == kernels.end()) {
       kernels.push_back(name);
+      if (maxThreads)
+        maxThreads->push_back(bound);
+    }
   }
   out += "\n#line 1 \"tgc-emu-entry-points\"\n";
   for (const std::string &k : kernels)
@@ -283,7 +300,8 @@ std::string emulatedSource(const std::string &cudaSource, std::vector<std::strin
 
 std::shared_ptr<Module> Module::compile(const std::string &cudaSource) {
   std::vector<std::string> kernels;
-  std::string source = emulatedSource(cudaSource, kernels);
+  std::vector<unsigned> maxThreads;
+  std::string source = emulatedSource(cudaSource, kernels, &maxThreads);
   std::string command = emulatorCompileCommand();
   std::string keyText = command + "\n" + compilerVersion() + "\n";
   for (const char *f : kPreludeFiles)
@@ -301,6 +319,7 @@ std::shared_ptr<Module> Module::compile(const std::string &cudaSource) {
   std::string dir = cacheDirectory(), path = dir + "/" + key + ".so";
   std::shared_ptr<Module> m(new Module());
   m->kernels_ = kernels;
+  m->maxThreads_ = maxThreads;
   m->fromCache_ = ::access(path.c_str(), R_OK) == 0;
   if (!m->fromCache_) {
     // Compile beside the cache entry, then publish it with an atomic rename.
@@ -371,6 +390,12 @@ void Module::launch(const std::string &kernel, const LaunchConfig &config, void 
     throw EmuError("invalid launch of " + kernel + ": " +
                    std::to_string(config.dynamicSharedBytes) +
                    " bytes of dynamic shared memory (sm_90 allows 227 KiB a block)");
+  auto k = std::find(kernels_.begin(), kernels_.end(), kernel);
+  if (k != kernels_.end() && threads > maxThreads_[k - kernels_.begin()])
+    throw EmuError("invalid launch of " + kernel + ": " + std::to_string(threads) +
+                   " threads a block, but its __launch_bounds__ allows " +
+                   std::to_string(maxThreads_[k - kernels_.begin()]) +
+                   " (a GPU refuses this launch)");
   l.dynamicSharedBytes = config.dynamicSharedBytes;
   l.workers = config.workers ? config.workers : defaultWorkers();
   l.stackBytes = config.stackBytes ? config.stackBytes : defaultStackBytes();

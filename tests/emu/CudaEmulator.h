@@ -80,6 +80,7 @@ private:
   std::string unknownKernel(const std::string &kernel) const;
   void *handle_ = nullptr;
   std::vector<std::string> kernels_;
+  std::vector<unsigned> maxThreads_; ///< per kernel, from __launch_bounds__
   bool fromCache_ = false;
 };
 
@@ -117,8 +118,10 @@ std::string emulatorIncludeDir();
 
 /// Rewrites what the prelude cannot express as a macro: each block-scope
 /// `extern __shared__ T name[];` becomes a pointer to the launch's dynamic
-/// shared memory; appends an entry point per kernel. Exposed for tests.
-std::string emulatedSource(const std::string &cudaSource, std::vector<std::string> &kernels);
+/// shared memory; appends an entry point per kernel. `kernels` gets their
+/// names, `maxThreads` their __launch_bounds__ (1024 without). For tests.
+std::string emulatedSource(const std::string &cudaSource, std::vector<std::string> &kernels,
+                           std::vector<unsigned> *maxThreads = nullptr);
 
 } // namespace tgc::emu
 

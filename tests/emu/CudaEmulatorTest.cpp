@@ -453,6 +453,11 @@ TEST(CudaEmulatorErrors, BadLaunchesAndSources) {
               launch(m, "row_sum", {{1}, {2048}}, p, p, 1);
             }).find("invalid launch of row_sum"),
             std::string::npos);
+  auto softmax = Module::compile(kernels::kSoftmax);
+  EXPECT_NE(launchError([&] {
+              launch(softmax, "softmax_rows", {{1}, {256}}, p, p, 1, 1);
+            }).find("256 threads a block, but its __launch_bounds__ allows 128"),
+            std::string::npos);
   std::string e =
       launchError([] { Module::compile("extern \"C\" __global__ void k() { nope(); }"); });
   EXPECT_NE(e.find("the host compiler rejected the emulated CUDA source (kept at "),
@@ -471,6 +476,11 @@ TEST(CudaEmulatorSource, ExternSharedBecomesThePointerToDynamicSharedMemory) {
                      "__global__ void\nb(int n) {}\n",
                      names);
   EXPECT_EQ(names, (std::vector<std::string>{"a", "b"}));
+  std::vector<unsigned> bounds;
+  emulatedSource("extern \"C\" __global__ void __launch_bounds__( 128 , 2) a() {}\n"
+                 "__global__ void __launch_bounds__(N) b() {}\n__global__ void c() {}\n",
+                 names, &bounds);
+  EXPECT_EQ(bounds, (std::vector<unsigned>{128, 1024, 1024}));
   EXPECT_NE(s.find("float4 *const buf = reinterpret_cast<float4 *>(tgc_emu_dynamic_shared());"),
             std::string::npos)
       << s;

@@ -44,7 +44,7 @@ __device__ __forceinline__ float warpSum(float v) {
     v += __shfl_down_sync(0xffffffffu, v, off);
   return v;
 }
-extern "C" __global__ void __launch_bounds__(256)
+extern "C" __global__ void __launch_bounds__(1024)
 row_sum(const float *__restrict__ in0, float *__restrict__ out0, int cols) {
   const float *row = in0 + (long long)blockIdx.x * cols;
   float acc = 0.0f;

@@ -236,8 +236,10 @@ std::string emulatorCompileCommand() {
   // TGC_EMU_CXXFLAGS adds flags, e.g. "-O0 -g" to step through a kernel.
   const char *extra = std::getenv("TGC_EMU_CXXFLAGS");
   return std::string(cxx && *cxx ? cxx : "c++") +
-         " -std=c++17 -O2 -fPIC -shared -w -fno-strict-aliasing -x c++ -I" + emulatorIncludeDir() +
-         " -include cuda_emu.h" + (extra && *extra ? " " : "") + (extra ? extra : "");
+         " -std=c++17 -O2 -fPIC -shared -w -fno-strict-aliasing -fstack-clash-protection -x c++ "
+         "-I" +
+         emulatorIncludeDir() + " -include cuda_emu.h" + (extra && *extra ? " " : "") +
+         (extra ? extra : "");
 }
 
 std::string emulatedSource(const std::string &cudaSource, std::vector<std::string> &kernels,

@@ -438,6 +438,32 @@ TEST(CudaEmulatorErrors, OneBadBlockAmongParallelBlocksIsReported) {
   EXPECT_EQ(launchError([&] { launch(m, "one_bad_block", cfg, out.data()); }), "");
 }
 
+// A crash stays a crash, but the message says which CUDA thread caused it.
+TEST(CudaEmulatorFaults, StackOverflowAndBadAddressesNameTheThread) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  auto m = Module::compile(R"(
+extern "C" __global__ void deep_stack(float *out0, int n) {
+  volatile float big[65536]; // 256 KiB of locals on a 64 KiB stack
+  for (int i = 0; i < n; ++i)
+    big[i] = i;
+  out0[threadIdx.x] = big[n - 1];
+}
+extern "C" __global__ void bad_pointer(float *out0) {
+  out0[threadIdx.x + (blockIdx.x == 1 && threadIdx.x == 7 ? (1LL << 40) : 0)] = 1.0f;
+}
+)");
+  std::vector<float> out(64);
+  LaunchConfig one{{1}, {32}};
+  one.workers = 1;
+  EXPECT_DEATH(launch(m, "deep_stack", one, out.data(), 65536),
+               "stack overflow in kernel deep_stack, block \\(0,0,0\\), thread \\(0,0,0\\)");
+  EXPECT_DEATH(launch(m, "bad_pointer", {{2}, {32}}, out.data()),
+               "invalid memory access in kernel bad_pointer, block \\(1,0,0\\), thread "
+               "\\(7,0,0\\)");
+  launch(m, "bad_pointer", {{1}, {32}}, out.data()); // block 0 stays in bounds
+  EXPECT_EQ(out[7], 1.0f);
+}
+
 TEST(CudaEmulatorErrors, BadLaunchesAndSources) {
   auto m = Module::compile(kernels::kRowSum);
   float *p = nullptr;
@@ -513,6 +539,15 @@ TEST(CudaEmulatorSpeed, ReportsThreadsPerSecond) {
       launch(m, "pointwise_vec4", {{1}, {64}}, small.data(), small.data(), small.data(), 256LL);
     double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     std::printf("launch of 1 block x 64 threads: %.1f us each\n", s / launches * 1e6);
+    std::vector<float> more(4 * 256 * 4);
+    LaunchConfig cfg{{4}, {256}};
+    cfg.workers = 2;
+    t0 = std::chrono::steady_clock::now();
+    for (int i = 0; i < launches / 4; ++i)
+      launch(m, "pointwise_vec4", cfg, more.data(), more.data(), more.data(), 4096LL);
+    s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    std::printf("launch of 4 blocks x 256 threads on 2 workers: %.1f us each\n",
+                s / (launches / 4) * 1e6);
   }
   auto r = Module::compile(kernels::kRowSum);
   const int rows = 2048, cols = 1024;

@@ -19,6 +19,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <csignal>
 #include <cstdint>
 #include <cstring>
 #include <mutex>
@@ -148,6 +149,12 @@ private:
   std::string threadName(unsigned i) const;
   std::string deadlockMessage() const;
 
+public:
+  /// For the fault handler: which kernel, block and thread faulted, and
+  /// whether the address is just below that thread's stack (an overflow).
+  void describeFault(int sig, const void *addr, char *buf, size_t size) const;
+
+private:
   const GridLaunch &launch_;
   unsigned n_;
   std::vector<Thread> threads_;
@@ -230,6 +237,7 @@ void BlockRunner::resume(unsigned i) {
                          });
   }
   t.fiber = std::move(t.fiber).resume();
+  current = nullptr; // back on the runner: a fault here is not a kernel's
 }
 
 void BlockRunner::yield(unsigned i) {
@@ -400,6 +408,74 @@ void BlockRunner::trap(const std::string &message) {
   std::abort();
 }
 
+void BlockRunner::describeFault(int sig, const void *addr, char *buf, size_t size) const {
+  const tgc_emu_uint3 &t = threads_[currentThread].view.thread_idx;
+  const char *lowest = stacks_.top(currentThread) - stacks_.stackBytes;
+  const char *a = static_cast<const char *>(addr);
+  bool overflow = a < lowest && a >= lowest - (size_t)sysconf(_SC_PAGESIZE) * 16;
+  std::snprintf(buf, size,
+                "\ntgc CUDA emulator: %s in kernel %s, block (%u,%u,%u), thread (%u,%u,%u), "
+                "address %p%s\n",
+                overflow        ? "stack overflow"
+                : sig == SIGBUS ? "bus error"
+                                : "invalid memory access",
+                launch_.kernel.c_str(), blockIdx_.x, blockIdx_.y, blockIdx_.z, t.x, t.y, t.z, addr,
+                overflow ? " (the thread's emulation stack is full: raise "
+                           "LaunchConfig::stackBytes or TGC_EMU_STACK_KB)"
+                         : "");
+}
+
+// --- faults inside kernels ------------------------------------------------------
+// A SIGSEGV or SIGBUS on a fiber is described (kernel, block, thread, stack
+// overflow or not) on stderr; then the previous handler is put back and the
+// faulting instruction runs again under it, so the process ends as it would
+// have (a crash is still a crash; this only says where).
+struct sigaction previousSegv, previousBus;
+
+void onFault(int sig, siginfo_t *info, void *) {
+  if (const BlockRunner *r = BlockRunner::current) {
+    char buf[512];
+    r->describeFault(sig, info->si_addr, buf, sizeof buf);
+    ssize_t ignored = ::write(2, buf, std::strlen(buf));
+    (void)ignored;
+  }
+  sigaction(sig, sig == SIGSEGV ? &previousSegv : &previousBus, nullptr);
+}
+
+void installFaultHandler() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    struct sigaction sa;
+    std::memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = onFault;
+    sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGSEGV, &sa, &previousSegv);
+    sigaction(SIGBUS, &sa, &previousBus);
+  });
+}
+
+/// The handler runs on this stack: a fiber that overflowed has none left.
+class AlternateSignalStack {
+public:
+  AlternateSignalStack() : memory_(64 * 1024) {
+    stack_t ss;
+    ss.ss_sp = memory_.data();
+    ss.ss_size = memory_.size();
+    ss.ss_flags = 0;
+    installed_ = sigaltstack(&ss, &previous_) == 0;
+  }
+  ~AlternateSignalStack() {
+    if (installed_)
+      sigaltstack(&previous_, nullptr);
+  }
+
+private:
+  std::vector<char> memory_;
+  stack_t previous_;
+  bool installed_ = false;
+};
+
 std::string BlockRunner::threadName(unsigned i) const {
   const tgc_emu_uint3 &t = threads_[i].view.thread_idx;
   return "thread (" + std::to_string(t.x) + "," + std::to_string(t.y) + "," + std::to_string(t.z) +
@@ -446,7 +522,9 @@ void runGrid(const GridLaunch &launch) {
   std::mutex errorMutex;
   uint64_t errorBlock = UINT64_MAX;
   std::string error;
+  installFaultHandler();
   auto work = [&] {
+    AlternateSignalStack altStack;
     try {
       BlockRunner runner(launch);
       while (!failed.load(std::memory_order_relaxed)) {

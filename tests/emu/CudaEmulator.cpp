@@ -242,11 +242,12 @@ std::string emulatorCompileCommand() {
          (extra ? extra : "");
 }
 
-std::string emulatedSource(const std::string &cudaSource, std::vector<std::string> &kernels,
-                           std::vector<unsigned> *maxThreads) {
-  std::string code = codeOnly(cudaSource);
-  // Block-scope `extern __shared__ T name[];` -> a pointer to the block's
-  // dynamic shared memory, on the same line (line numbers stay right).
+namespace {
+
+/// Block-scope `extern __shared__ T name[];` -> a pointer to the block's
+/// dynamic shared memory, on the same line (line numbers stay right).
+std::string rewriteExternShared(const std::string &source) {
+  std::string code = codeOnly(source);
   static const std::regex externShared(
       R"(extern\s+__shared__\s+([^;\[\]\{\}]*?)\s*\b([A-Za-z_]\w*)\s*\[\s*\]\s*;)");
   std::string out;
@@ -260,44 +261,61 @@ std::string emulatedSource(const std::string &cudaSource, std::vector<std::strin
                      "body; found one at namespace scope: " +
                      m.str(0));
     std::string type = withoutAlignment(m.str(1)), name = m.str(2);
-    out += cudaSource.substr(copied, pos - copied);
+    out += source.substr(copied, pos - copied);
     out +=
         type + " *const " + name + " = reinterpret_cast<" + type + " *>(tgc_emu_dynamic_shared());";
     copied = pos + m.length(0);
   }
-  out += cudaSource.substr(copied);
+  return out + source.substr(copied);
+}
 
-  kernels.clear();
-  if (maxThreads)
-    maxThreads->clear();
-  std::string outCode = codeOnly(out);
-  for (size_t pos = outCode.find("__global__"); pos != std::string::npos;
-       pos = outCode.find("__global__", pos + 10)) {
-    if ((pos > 0 && isIdent(outCode[pos - 1])) ||
-        (pos + 10 < outCode.size() && isIdent(outCode[pos + 10])))
+/// The non-template `__global__` functions of `source`, in order, with the
+/// first argument of their __launch_bounds__ (1024 without one).
+void findKernels(const std::string &source, std::vector<std::string> &kernels,
+                 std::vector<unsigned> &maxThreads) {
+  std::string code = codeOnly(source);
+  for (size_t pos = code.find("__global__"); pos != std::string::npos;
+       pos = code.find("__global__", pos + 10)) {
+    if ((pos > 0 && isIdent(code[pos - 1])) || (pos + 10 < code.size() && isIdent(code[pos + 10])))
       continue;
     // Templates have no single address to take; leave them out.
-    size_t stmt = outCode.find_last_of(";}", pos);
+    size_t stmt = code.find_last_of(";}", pos);
     stmt = stmt == std::string::npos ? 0 : stmt;
-    if (outCode.substr(stmt, pos - stmt).find("template") != std::string::npos)
+    if (code.substr(stmt, pos - stmt).find("template") != std::string::npos)
       continue;
     unsigned bound = 1024;
-    std::string name = kernelNameAfter(outCode, pos + 10, bound);
+    std::string name = kernelNameAfter(code, pos + 10, bound);
     if (!name.empty() && std::find(kernels.begin(), kernels.end(), name) == kernels.end()) {
       kernels.push_back(name);
-      if (maxThreads)
-        maxThreads->push_back(bound);
+      maxThreads.push_back(bound);
     }
   }
-  out += "\n#line 1 \"tgc-emu-entry-points\"\n";
+}
+
+/// Per kernel: an entry point taking cuLaunchKernel-style void** arguments,
+/// and the sizes of its parameters.
+std::string entryPoints(const std::vector<std::string> &kernels) {
+  std::string out = "\n#line 1 \"tgc-emu-entry-points\"\n";
   for (const std::string &k : kernels)
     out += "extern \"C\" __attribute__((visibility(\"default\"))) void tgc_emu_entry_" + k +
-           "(void **args) { ::tgc_emu_detail::invoke(&" + k +
-           ", args); }\n"
-           "extern \"C\" __attribute__((visibility(\"default\"))) int tgc_emu_params_" +
-           k + "(const unsigned **sizes) { return ::tgc_emu_detail::parameterSizes(&" + k +
+           "(void **args) { ::tgc_emu_detail::invoke(&" + k + ", args); }\n" +
+           "extern \"C\" __attribute__((visibility(\"default\"))) int tgc_emu_params_" + k +
+           "(const unsigned **sizes) { return ::tgc_emu_detail::parameterSizes(&" + k +
            ", sizes); }\n";
   return out;
+}
+
+} // namespace
+
+std::string emulatedSource(const std::string &cudaSource, std::vector<std::string> &kernels,
+                           std::vector<unsigned> *maxThreads) {
+  std::string out = rewriteExternShared(cudaSource);
+  std::vector<unsigned> bounds;
+  kernels.clear();
+  findKernels(out, kernels, bounds);
+  if (maxThreads)
+    *maxThreads = bounds;
+  return out + entryPoints(kernels);
 }
 
 std::shared_ptr<Module> Module::compile(const std::string &cudaSource) {

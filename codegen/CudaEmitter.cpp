@@ -18,23 +18,7 @@ template <class T> __device__ __forceinline__ T tgc_minimum(T a, T b) { return (
 template <class T> __device__ __forceinline__ T tgc_max(T a, T b) { return a > b ? a : b; }
 template <class T> __device__ __forceinline__ T tgc_min(T a, T b) { return a < b ? a : b; }
 #define TGC_RNG_FN __device__ __forceinline__
-// Philox4x32-10 (Salmon et al., SC'11): counter-based, so element i of a
-// random tensor depends only on (seed, i). Output: word 0, top 24 bits.
-TGC_RNG_FN float tgc_uniform(long long seed, long long counter) {
-  unsigned int c0 = (unsigned int)counter, c1 = (unsigned int)((unsigned long long)counter >> 32);
-  unsigned int c2 = 0, c3 = 0;
-  unsigned int k0 = (unsigned int)seed, k1 = (unsigned int)((unsigned long long)seed >> 32);
-  for (int r = 0; r < 10; ++r) {
-    unsigned long long p0 = (unsigned long long)0xD2511F53u * c0;
-    unsigned long long p1 = (unsigned long long)0xCD9E8D57u * c2;
-    unsigned int h0 = (unsigned int)(p0 >> 32), l0 = (unsigned int)p0;
-    unsigned int h1 = (unsigned int)(p1 >> 32), l1 = (unsigned int)p1;
-    c0 = h1 ^ c1 ^ k0; c1 = l1; c2 = h0 ^ c3 ^ k1; c3 = l0;
-    k0 += 0x9E3779B9u; k1 += 0xBB67AE85u;
-  }
-  return (float)(c0 >> 8) * (1.0f / 16777216.0f);
-}
-)";
+)" + detail::rngPrelude();
 }
 
 std::string emitCudaKernel(tgk::KernelOp kernel, std::string &error) {

@@ -59,6 +59,11 @@ struct Indexing {
 };
 Indexing computeIndexing(tgk::KernelOp kernel, llvm::StringRef indexType);
 
+/// `tgc_uniform` (Philox4x32-10), the same text in both preludes so a seed
+/// gives the same numbers on every backend; each prelude defines
+/// TGC_RNG_FN (static inline / __device__ __forceinline__) first.
+std::string rngPrelude();
+
 } // namespace detail
 } // namespace tgc::codegen
 

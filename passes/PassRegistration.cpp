@@ -80,55 +80,44 @@ void materializeLayoutOps(func::FuncOp fn, unsigned &counter) {
     }
     auto identity = AffineMap::getMultiDimIdentityMap(type.getRank(), op->getContext());
     auto [root, map] = traceLayout(result, identity);
-    if (root.getDefiningOp<tg::IotaOp>()) {
-      // Indices read through layout ops: a kernel with no input computes them.
+    // One kernel writes the value: `fill` builds its body from the kernel's
+    // block arguments (the inputs given).
+    auto emit = [&](ValueRange inputs, ArrayRef<AffineMap> maps, ArrayAttr inStrides,
+                    function_ref<Value(OpBuilder &, Block *)> fill) {
       auto kernel = b.create<tgk::KernelOp>(
-          op->getLoc(), TypeRange{type}, ("k" + Twine(counter++)).str(), ValueRange{},
-          type.getShape(), ArrayRef<AffineMap>{}, b.getArrayAttr({}),
-          b.getArrayAttr({b.getDenseI64ArrayAttr(bufferStrides(result))}));
+          op->getLoc(), TypeRange{type}, ("k" + Twine(counter++)).str(), inputs, type.getShape(),
+          maps, inStrides, b.getArrayAttr({b.getDenseI64ArrayAttr(bufferStrides(result))}));
       Block *body = new Block();
       kernel.getBody().push_back(body);
+      for (Value v : inputs)
+        body->addArgument(cast<ShapedType>(v.getType()).getElementType(), op->getLoc());
       OpBuilder bb = OpBuilder::atBlockBegin(body);
-      Value v = buildIndexOf(bb, root, map);
-      bb.create<tgk::YieldOp>(op->getLoc(), ValueRange{v});
+      bb.create<tgk::YieldOp>(op->getLoc(), ValueRange{fill(bb, body)});
       result.replaceUsesWithIf(kernel.getResult(0), [](OpOperand &use) {
         return !isa<tg::BroadcastOp, tg::RemapOp>(use.getOwner());
       });
+    };
+    if (root.getDefiningOp<tg::IotaOp>()) {
+      // Indices read through layout ops: a kernel with no input computes them.
+      emit({}, {}, b.getArrayAttr({}),
+           [&](OpBuilder &bb, Block *) { return buildIndexOf(bb, root, map); });
       continue;
     }
     if (auto c = root.getDefiningOp<tg::ConstantOp>()) {
       // A filled tensor (ones, full): a kernel with no input writes it.
       auto dense = dyn_cast<DenseElementsAttr>(c.getValue());
       if (dense && dense.isSplat()) {
-        auto kernel = b.create<tgk::KernelOp>(
-            op->getLoc(), TypeRange{type}, ("k" + Twine(counter++)).str(), ValueRange{},
-            type.getShape(), ArrayRef<AffineMap>{}, b.getArrayAttr({}),
-            b.getArrayAttr({b.getDenseI64ArrayAttr(bufferStrides(result))}));
-        Block *body = new Block();
-        kernel.getBody().push_back(body);
-        OpBuilder bb = OpBuilder::atBlockBegin(body);
         auto splat = cast<TypedAttr>(dense.getSplatValue<Attribute>());
-        Value v = bb.create<arith::ConstantOp>(op->getLoc(), splat.getType(), splat);
-        bb.create<tgk::YieldOp>(op->getLoc(), ValueRange{v});
-        result.replaceUsesWithIf(kernel.getResult(0), [](OpOperand &use) {
-          return !isa<tg::BroadcastOp, tg::RemapOp>(use.getOwner());
+        emit({}, {}, b.getArrayAttr({}), [&](OpBuilder &bb, Block *) -> Value {
+          return bb.create<arith::ConstantOp>(op->getLoc(), splat.getType(), splat);
         });
         continue;
       }
     }
-    auto kernel = b.create<tgk::KernelOp>(
-        op->getLoc(), TypeRange{type}, ("k" + Twine(counter++)).str(), ValueRange{root},
-        type.getShape(), ArrayRef<AffineMap>{map},
-        b.getArrayAttr({b.getDenseI64ArrayAttr(bufferStrides(root))}),
-        b.getArrayAttr({b.getDenseI64ArrayAttr(bufferStrides(result))}));
-    Block *body = new Block();
-    kernel.getBody().push_back(body);
-    body->addArgument(type.getElementType(), op->getLoc());
-    OpBuilder::atBlockBegin(body).create<tgk::YieldOp>(op->getLoc(),
-                                                       ValueRange{body->getArgument(0)});
-    result.replaceUsesWithIf(kernel.getResult(0), [](OpOperand &use) {
-      return !isa<tg::BroadcastOp, tg::RemapOp>(use.getOwner());
-    });
+    // A copy kernel reading the root through the composed map.
+    emit(ValueRange{root}, ArrayRef<AffineMap>{map},
+         b.getArrayAttr({b.getDenseI64ArrayAttr(bufferStrides(root))}),
+         [](OpBuilder &, Block *body) -> Value { return body->getArgument(0); });
   }
   eraseDeadLayoutOps(fn);
 }

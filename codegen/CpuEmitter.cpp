@@ -69,13 +69,23 @@ template <class T> static inline T tgc_maximum(T a, T b) { return (a != a || b !
 template <class T> static inline T tgc_minimum(T a, T b) { return (a != a || b != b) ? (T)tgc_nan() : (a < b ? a : b); }
 template <class T> static inline T tgc_max(T a, T b) { return a > b ? a : b; }
 template <class T> static inline T tgc_min(T a, T b) { return a < b ? a : b; }
+// Index checks record the first word of a bad index (the raw value and
+// which check) for the runtime to raise on, and read position 0 instead.
+static inline long long tgc_check_index(long long i, long long n, bool wrap, long long *err, int id) {
+  const long long j = wrap && i < 0 ? i + n : i;
+  if (j >= 0 && j < n) return j;
+  __atomic_store_n(&err[1], i, __ATOMIC_RELAXED);
+  __atomic_store_n(&err[0], (long long)id + 1, __ATOMIC_RELAXED);
+  return 0;
+}
 #define TGC_RNG_FN static inline
 )" + detail::rngPrelude();
 }
 
 /// `extern "C" void name(void *const *buffers) {` and one typed pointer per
 /// buffer: in<j> for inputs, out<j> for results.
-static std::string signature(StringRef name, TypeRange inputs, TypeRange results) {
+static std::string signature(StringRef name, TypeRange inputs, TypeRange results,
+                             bool checks) {
   std::string src = fmt::format("extern \"C\" void {}(void *const *buffers) {{\n", name.str());
   auto storage = [](Type t) {
     return detail::storageType(cast<ShapedType>(t).getElementType(), Target::Cpu);
@@ -86,6 +96,9 @@ static std::string signature(StringRef name, TypeRange inputs, TypeRange results
   for (auto [j, t] : llvm::enumerate(results))
     src += fmt::format("  {0} *__restrict__ out{1} = ({0} *)buffers[{2}];\n", storage(t), j,
                        inputs.size() + j);
+  if (checks) // the error record follows the buffers
+    src += fmt::format("  long long *tgc_err = (long long *)buffers[{}];\n",
+                       inputs.size() + results.size());
   return src;
 }
 
@@ -95,7 +108,7 @@ std::string emitCpuKernel(tgk::KernelOp kernel, std::string &error) {
   if (auto s = kernel.getScheduleAttr())
     chunk = std::max<int64_t>(chunk, s.getBlock() * s.getVector());
   std::string src = signature(kernel.getSymName(), kernel.getInputs().getTypes(),
-                              kernel.getResultTypes());
+                              kernel.getResultTypes(), detail::hasIndexChecks(kernel));
   detail::Indexing ix = detail::computeIndexing(kernel, "long long");
   std::string body;
   if (failed(detail::emitBody(kernel, Target::Cpu, ix.inputs,
@@ -117,7 +130,7 @@ std::string emitCpuKernel(tgk::KernelOp kernel, std::string &error) {
 
 std::string emitCpuRowKernel(tgk::RowKernelOp kernel, std::string &error) {
   std::string src = signature(kernel.getSymName(), kernel.getInputs().getTypes(),
-                              kernel.getResultTypes());
+                              kernel.getResultTypes(), detail::hasIndexChecks(kernel));
   std::string body;
   if (failed(detail::emitRowBody(kernel, Target::Cpu, body, error)))
     return "";

@@ -17,6 +17,13 @@ template <class T> __device__ __forceinline__ T tgc_maximum(T a, T b) { return (
 template <class T> __device__ __forceinline__ T tgc_minimum(T a, T b) { return (a != a || b != b) ? (T)tgc_nan() : (a < b ? a : b); }
 template <class T> __device__ __forceinline__ T tgc_max(T a, T b) { return a > b ? a : b; }
 template <class T> __device__ __forceinline__ T tgc_min(T a, T b) { return a < b ? a : b; }
+__device__ __forceinline__ long long tgc_check_index(long long i, long long n, bool wrap, long long *err, int id) {
+  const long long j = wrap && i < 0 ? i + n : i;
+  if (j >= 0 && j < n) return j;
+  err[1] = i;
+  err[0] = (long long)id + 1;
+  return 0;
+}
 #define TGC_RNG_FN __device__ __forceinline__
 )" + detail::rngPrelude();
 }
@@ -33,6 +40,14 @@ std::string emitCudaKernel(tgk::KernelOp kernel, std::string &error) {
            kernel.getInputStrides().getValue(), kernel.getResultStrides().getValue()))
     for (int64_t st : cast<DenseI64ArrayAttr>(s).asArrayRef())
       maxOffset = std::max(maxOffset, st * std::max<int64_t>(n, 1));
+  // Inputs read by tgk.load may be larger than the iteration space.
+  for (auto [t, s] : llvm::zip(kernel.getInputs().getTypes(), kernel.getInputStrides())) {
+    int64_t extent = 0;
+    for (auto [size, st] : llvm::zip(cast<ShapedType>(t).getShape(),
+                                     cast<DenseI64ArrayAttr>(s).asArrayRef()))
+      extent += std::max<int64_t>(size - 1, 0) * st;
+    maxOffset = std::max(maxOffset, extent + 1);
+  }
   std::string index = maxOffset >= (int64_t(1) << 31) ? "long long" : "int";
 
   SmallVector<std::string> params;
@@ -45,6 +60,8 @@ std::string emitCudaKernel(tgk::KernelOp kernel, std::string &error) {
         "{} *__restrict__ out{}",
         detail::storageType(cast<ShapedType>(t).getElementType(), Target::Cuda), j));
 
+  if (detail::hasIndexChecks(kernel))
+    params.push_back("long long *__restrict__ tgc_err");
   detail::Indexing ix = detail::computeIndexing(kernel, index);
   std::string body;
   if (failed(detail::emitBody(kernel, Target::Cuda, ix.inputs,

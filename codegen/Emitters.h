@@ -24,6 +24,14 @@ std::string emitCpuKernel(tgk::KernelOp kernel, std::string &error);
 /// parallel, one pass over the row per reduction.
 std::string emitCpuRowKernel(tgk::RowKernelOp kernel, std::string &error);
 
+/// `extern "C" void <name>(void *const *buffers)` for a scatter_add kernel
+/// (buffers: self, index, src, result, then the index-error record).
+std::string emitCpuScatterAddKernel(tgk::ScatterAddKernelOp kernel);
+
+/// `extern "C" __global__ void <name>(self, index, src, out, err)`: one
+/// thread per position of self outside `dim`.
+std::string emitCudaScatterAddKernel(tgk::ScatterAddKernelOp kernel);
+
 /// Header text of every generated CUDA translation unit.
 std::string cudaPrelude();
 
@@ -32,6 +40,11 @@ std::string cudaPrelude();
 std::string emitCudaKernel(tgk::KernelOp kernel, std::string &error);
 
 namespace detail {
+
+/// Whether the kernel's body has tgk.check_index ops: then it takes an
+/// index-error record (`long long[2]`: check number + 1, bad value) after
+/// its buffers, and the runtime raises when the first word is set.
+bool hasIndexChecks(mlir::Operation *kernel);
 
 /// Prints the scalar body of `kernel` for one iteration `i`: loads of every
 /// input at `inputOffsets[j]`, the body ops, stores of every result at

@@ -110,8 +110,15 @@ private:
                        name(op->getOperand(0)));
   }
   std::string compare(StringRef pred, Operation *op, bool ordered);
+  std::string loadExpr(tgk::LoadOp o);
+  int checkId(tgk::CheckIndexOp o);
 
   Target target;
+  /// Values printed as expressions at their uses rather than as statements:
+  /// loads and the selects over them, so a load runs only where its select
+  /// arm is taken (concatenation and padding read positions that exist only
+  /// there).
+  DenseSet<Value> lazy;
   std::string &out;
   DenseMap<Value, std::string> names;
   unsigned next = 0;
@@ -119,8 +126,11 @@ private:
 
 } // namespace
 
-static std::string indexExpr(AffineExpr e, StringRef type,
-                             const std::function<std::string(unsigned)> &dim);
+using NameFn = std::function<std::string(unsigned)>;
+static std::string indexExpr(AffineExpr e, StringRef type, const NameFn &dim,
+                             const NameFn &sym = nullptr);
+static std::string linearOffset(AffineMap map, ArrayRef<int64_t> strides, StringRef type,
+                                const NameFn &dim, const NameFn &sym = nullptr);
 
 std::string BodyPrinter::compare(StringRef sym, Operation *op, bool ordered) {
   std::string a = name(op->getOperand(0)), b = name(op->getOperand(1));
@@ -131,13 +141,49 @@ std::string BodyPrinter::compare(StringRef sym, Operation *op, bool ordered) {
   return fmt::format("({} || {} != {} || {} != {})", cmp, a, a, b, b);
 }
 
+std::string BodyPrinter::loadExpr(tgk::LoadOp o) {
+  auto arg = cast<BlockArgument>(o.getBuffer());
+  Operation *kernel = o->getParentOp();
+  auto strides = cast<DenseI64ArrayAttr>(
+      kernel->getAttrOfType<ArrayAttr>("input_strides")[arg.getArgNumber()]);
+  std::string offset = linearOffset(o.getMap(), strides.asArrayRef(), "long long", dimName,
+                                    [&](unsigned k) { return name(o.getIndices()[k]); });
+  return load(o.getType(), target, fmt::format("in{}[{}]", arg.getArgNumber(), offset));
+}
+
+int BodyPrinter::checkId(tgk::CheckIndexOp o) {
+  int id = 0, found = -1;
+  o->getParentOp()->walk([&](tgk::CheckIndexOp c) {
+    if (c == o)
+      found = id;
+    ++id;
+  });
+  return found;
+}
+
 LogicalResult BodyPrinter::print(Operation *op, std::string &error) {
   using namespace mlir::arith;
+  if (auto l = dyn_cast<tgk::LoadOp>(op)) {
+    bind(l.getResult(), "(" + loadExpr(l) + ")");
+    lazy.insert(l.getResult());
+    return success();
+  }
+  if (auto s = dyn_cast<SelectOp>(op); s && (lazy.contains(s.getTrueValue()) ||
+                                            lazy.contains(s.getFalseValue()))) {
+    bind(s.getResult(), fmt::format("({} ? {} : {})", name(s.getCondition()),
+                                    name(s.getTrueValue()), name(s.getFalseValue())));
+    lazy.insert(s.getResult());
+    return success();
+  }
   std::optional<std::string> expr =
       llvm::TypeSwitch<Operation *, std::optional<std::string>>(op)
           .Case([&](arith::ConstantOp c) { return literal(c.getValue()); })
           .Case([&](tgk::UniformOp o) {
             return fmt::format("tgc_uniform({}, {})", name(o.getSeed()), name(o.getCounter()));
+          })
+          .Case([&](tgk::CheckIndexOp o) {
+            return fmt::format("tgc_check_index({}, {}LL, {}, tgc_err, {})", name(o.getIndex()),
+                               o.getSize(), o.getWrap() ? "true" : "false", checkId(o));
           })
           .Case([&](tgk::IndexOp o) {
             return indexExpr(o.getMap().getResult(0), "long long", dimName);
@@ -246,6 +292,8 @@ LogicalResult emitBody(tgk::KernelOp kernel, Target target,
   BodyPrinter p(target, out);
   Block &body = kernel.getBody().front();
   for (auto [j, arg] : llvm::enumerate(body.getArguments())) {
+    if (isa<ShapedType>(arg.getType()))
+      continue; // a whole buffer, read by tgk.load
     std::string v = "a" + std::to_string(j);
     std::string ref = fmt::format("in{}[{}]", j, inputOffsets[j]);
     out += fmt::format("      const {} {} = {};\n", computeType(arg.getType()),
@@ -264,14 +312,17 @@ LogicalResult emitBody(tgk::KernelOp kernel, Target target,
 
 /// C code for one index expression of an indexing map. Maps keep every
 /// index non-negative (see tg.remap), so C's `/` and `%` are floordiv and mod.
-static std::string indexExpr(AffineExpr e, StringRef type,
-                             const std::function<std::string(unsigned)> &dim) {
+static std::string indexExpr(AffineExpr e, StringRef type, const NameFn &dim,
+                             const NameFn &sym) {
   if (auto d = dyn_cast<AffineDimExpr>(e))
     return dim(d.getPosition());
+  if (auto s = dyn_cast<AffineSymbolExpr>(e))
+    return sym(s.getPosition());
   if (auto c = dyn_cast<AffineConstantExpr>(e))
     return fmt::format("({}){}", type.str(), c.getValue());
   auto bin = cast<AffineBinaryOpExpr>(e);
-  std::string l = indexExpr(bin.getLHS(), type, dim), r = indexExpr(bin.getRHS(), type, dim);
+  std::string l = indexExpr(bin.getLHS(), type, dim, sym),
+              r = indexExpr(bin.getRHS(), type, dim, sym);
   switch (e.getKind()) {
   case AffineExprKind::Add: return "(" + l + " + " + r + ")";
   case AffineExprKind::Mul: return "(" + l + " * " + r + ")";
@@ -282,7 +333,7 @@ static std::string indexExpr(AffineExpr e, StringRef type,
 }
 
 static std::string linearOffset(AffineMap map, ArrayRef<int64_t> strides, StringRef type,
-                         const std::function<std::string(unsigned)> &dim) {
+                                const NameFn &dim, const NameFn &sym) {
   std::string e;
   for (auto [r, expr] : llvm::enumerate(map.getResults())) {
     if (strides[r] == 0)
@@ -294,7 +345,7 @@ static std::string linearOffset(AffineMap map, ArrayRef<int64_t> strides, String
                        c.getValue() * strides[r]);
       continue;
     }
-    e += fmt::format("{}{} * ({}){}", e.empty() ? "" : " + ", indexExpr(expr, type, dim),
+    e += fmt::format("{}{} * ({}){}", e.empty() ? "" : " + ", indexExpr(expr, type, dim, sym),
                      type.str(), strides[r]);
   }
   return e.empty() ? "0" : e;
@@ -346,7 +397,8 @@ void RowPrinter::collect(Value v, llvm::SetVector<Operation *> &ops,
   if (!isElement(v))
     return;
   if (auto arg = dyn_cast<BlockArgument>(v)) {
-    args.insert(arg.getArgNumber());
+    if (!isa<ShapedType>(arg.getType()))
+      args.insert(arg.getArgNumber());
     return;
   }
   Operation *op = v.getDefiningOp();
@@ -429,7 +481,7 @@ LogicalResult RowPrinter::print(std::string &error) {
   p.dimName = [this](unsigned d) { return fmt::format("{}idx{}", d < outer ? "o" : "r", d); };
   // Row-level inputs, loaded once per row.
   for (BlockArgument a : body.getArguments()) {
-    if (isElement(a))
+    if (isElement(a) || isa<ShapedType>(a.getType()))
       continue;
     unsigned j = a.getArgNumber();
     auto map = cast<AffineMapAttr>(k.getIndexingMaps()[j]).getValue();
@@ -551,7 +603,10 @@ Indexing computeIndexing(tgk::KernelOp kernel, StringRef indexType) {
 
   Indexing ix;
   bool needIdx = false;
-  kernel.getBody().walk([&](tgk::IndexOp) { needIdx = true; });
+  kernel.getBody().walk([&](Operation *op) {
+    if (isa<tgk::IndexOp, tgk::LoadOp>(op))
+      needIdx = true;
+  });
   auto offset = [&](AffineMap map, ArrayRef<int64_t> strides) -> std::string {
     if (map.isIdentity() && strides == ArrayRef<int64_t>(contiguous))
       return "i";
@@ -601,6 +656,16 @@ TGC_RNG_FN float tgc_uniform(long long seed, long long counter) {
   return (float)(c0 >> 8) * (1.0f / 16777216.0f);
 }
 )";
+}
+
+} // namespace tgc::codegen::detail
+
+namespace tgc::codegen::detail {
+
+bool hasIndexChecks(Operation *kernel) {
+  bool found = false;
+  kernel->walk([&](tgk::CheckIndexOp) { found = true; });
+  return found;
 }
 
 } // namespace tgc::codegen::detail

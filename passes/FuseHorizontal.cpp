@@ -90,8 +90,9 @@ tgk::KernelOp merge(tgk::KernelOp a, tgk::KernelOp b, Place place) {
                                          builder.getArrayAttr(outStrides));
   Block *body = new Block();
   k.getBody().push_back(body);
-  for (Value v : inputs)
-    body->addArgument(cast<ShapedType>(v.getType()).getElementType(), v.getLoc());
+  for (tgk::KernelOp src : {a, b})
+    for (BlockArgument arg : src.getBody().front().getArguments())
+      body->addArgument(arg.getType(), arg.getLoc()); // an element, or a whole tensor
   OpBuilder bb = OpBuilder::atBlockBegin(body);
   SmallVector<Value> yields;
   unsigned offset = 0;

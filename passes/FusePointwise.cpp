@@ -20,6 +20,9 @@ namespace {
 struct Group {
   SmallVector<Operation *> members;
   llvm::DenseSet<Operation *> memberSet;
+  /// Producers of the buffers members read with tgk.load: they must stay
+  /// outside the group (a kernel cannot load what it is computing).
+  llvm::DenseSet<Operation *> loadedDefs;
 };
 
 /// A 0-d or splat constant, which a kernel body can rebuild as a scalar.
@@ -47,8 +50,21 @@ private:
 } // namespace
 
 static bool isFusible(Operation *op) {
-  return isa<tg::ScalarizableOpInterface, tg::UniformOp>(op);
+  return isa<tg::ScalarizableOpInterface, tg::UniformOp, tg::GatherOp, tg::ConcatOp, tg::PadOp>(op);
 }
+
+/// Operands a member reads at positions other than its own iteration index
+/// (a gather's input, concatenated pieces, a padded input): the kernel takes
+/// them whole and reads them with tgk.load.
+static bool isLoadedOperand(Operation *m, unsigned operand) {
+  if (isa<tg::ConcatOp>(m))
+    return true;
+  return isa<tg::GatherOp, tg::PadOp>(m) && operand == 0;
+}
+
+/// The input key of a loaded operand: its root buffer and a null map (one
+/// whole-tensor argument per root, whatever layout each load reads it by).
+static std::pair<Value, AffineMap> loadedKey(Value v) { return {throughLayout(v), AffineMap()}; }
 
 static ArrayRef<int64_t> shapeOf(Operation *op) {
   return cast<ShapedType>(op->getResult(0).getType()).getShape();
@@ -82,12 +98,31 @@ void FusePointwisePass::runOnOperation() {
     if (!isFusible(p))
       continue;
     // Producer groups of the same shape that p can join, merged into one.
+    llvm::DenseSet<Operation *> pLoads;
+    for (auto [i, operand] : llvm::enumerate(p->getOperands()))
+      if (isLoadedOperand(p, i))
+        if (Operation *d = throughLayout(operand).getDefiningOp())
+          pLoads.insert(d);
+    // Whether group g may sit in one kernel with p and the groups taken so far.
     SmallVector<Group *> joinable;
-    for (Value operand : p->getOperands()) {
+    auto compatible = [&](Group *g) {
+      auto loadsFrom = [](const llvm::DenseSet<Operation *> &loads, Group *h) {
+        return llvm::any_of(h->members, [&](Operation *m) { return loads.contains(m); });
+      };
+      if (loadsFrom(pLoads, g) || g->loadedDefs.contains(p))
+        return false;
+      for (Group *h : joinable)
+        if (loadsFrom(h->loadedDefs, g) || loadsFrom(g->loadedDefs, h))
+          return false;
+      return true;
+    };
+    for (auto [i, operand] : llvm::enumerate(p->getOperands())) {
+      if (isLoadedOperand(p, i))
+        continue; // read at other positions: its producer stays a buffer
       Operation *def = operand.getDefiningOp();
       Group *g = def ? groupOf.lookup(def) : nullptr;
       if (g && shapeOf(def) == shapeOf(p) && !llvm::is_contained(joinable, g) &&
-          canJoin(*g, p, pos))
+          canJoin(*g, p, pos) && compatible(g))
         joinable.push_back(g);
     }
     Group *target;
@@ -102,6 +137,7 @@ void FusePointwisePass::runOnOperation() {
           target->memberSet.insert(m);
           groupOf[m] = target;
         }
+        target->loadedDefs.insert(other->loadedDefs.begin(), other->loadedDefs.end());
         other->members.clear();
       }
       llvm::sort(target->members,
@@ -109,6 +145,7 @@ void FusePointwisePass::runOnOperation() {
     }
     target->members.push_back(p);
     target->memberSet.insert(p);
+    target->loadedDefs.insert(pLoads.begin(), pLoads.end());
     groupOf[p] = target;
   }
 
@@ -116,6 +153,21 @@ void FusePointwisePass::runOnOperation() {
   for (auto &g : groups)
     if (!g->members.empty())
       buildKernel(*g, index++);
+  // scatter_add is a kernel of its own (its updates along `dim` are ordered).
+  SmallVector<tg::ScatterAddOp> scatters;
+  fn.walk([&](tg::ScatterAddOp op) { scatters.push_back(op); });
+  for (tg::ScatterAddOp op : scatters) {
+    OpBuilder b(op);
+    SmallVector<Attribute> strides;
+    for (Value v : op->getOperands())
+      strides.push_back(b.getDenseI64ArrayAttr(bufferStrides(v)));
+    auto k = b.create<tgk::ScatterAddKernelOp>(
+        op.getLoc(), op.getType(), b.getStringAttr("k" + Twine(index++)), op.getSelf(), op.getIndex(),
+        op.getSrc(), op.getDimAttr(), b.getArrayAttr(strides),
+        b.getArrayAttr({b.getDenseI64ArrayAttr(bufferStrides(op.getResult()))}));
+    op.getResult().replaceAllUsesWith(k.getResult());
+    op.erase();
+  }
   materializeLayoutOps(fn, index); // layout ops the kernels did not absorb
 }
 
@@ -129,8 +181,14 @@ void FusePointwisePass::buildKernel(Group &g, unsigned index) {
   llvm::MapVector<std::pair<Value, AffineMap>, unsigned> inputs;
   AffineMap toScalar = AffineMap::get(shape.size(), 0, ArrayRef<AffineExpr>{}, ctx);
   for (Operation *m : g.members)
-    for (Value v : m->getOperands()) {
+    for (auto [operand, v] : llvm::enumerate(m->getOperands())) {
       Operation *def = v.getDefiningOp();
+      if (isLoadedOperand(m, operand)) {
+        Value root = throughLayout(v);
+        if (!splatValue(root) && !root.getDefiningOp<tg::IotaOp>())
+          inputs.insert({loadedKey(v), inputs.size()});
+        continue;
+      }
       if ((def && g.memberSet.contains(def)) || splatValue(v))
         continue;
       if (isa<tg::UniformOp>(m)) { // the 0-d seed, the same for every element
@@ -159,7 +217,12 @@ void FusePointwisePass::buildKernel(Group &g, unsigned index) {
   SmallVector<Attribute> inStrides, outStrides;
   for (auto &[key, i] : inputs) {
     inputValues.push_back(key.first);
-    maps.push_back(key.second);
+    // A loaded input's map is never used to read it: all zeros.
+    auto rank = cast<ShapedType>(key.first.getType()).getRank();
+    maps.push_back(key.second ? key.second
+                              : AffineMap::get(shape.size(), 0,
+                                               SmallVector<AffineExpr>(rank, getAffineConstantExpr(0, ctx)),
+                                               ctx));
     inStrides.push_back(b.getDenseI64ArrayAttr(bufferStrides(key.first)));
   }
   for (Value r : results)
@@ -171,9 +234,10 @@ void FusePointwisePass::buildKernel(Group &g, unsigned index) {
       b.getArrayAttr(inStrides), b.getArrayAttr(outStrides));
   Block *body = new Block();
   kernel.getBody().push_back(body);
-  for (Value v : inputValues)
-    body->addArgument(cast<ShapedType>(v.getType()).getElementType(),
-                      v.getLoc());
+  for (auto &[key, i] : inputs)
+    body->addArgument(key.second ? cast<ShapedType>(key.first.getType()).getElementType()
+                                 : key.first.getType(),
+                      key.first.getLoc());
 
   // Scalar body: members rebuilt in order on scalars.
   OpBuilder bb = OpBuilder::atBlockBegin(body);
@@ -206,6 +270,20 @@ void FusePointwisePass::buildKernel(Group &g, unsigned index) {
         seed = body->getArgument(inputs.lookup(traceLayout(u.getSeed(), toScalar)));
       scalar[u.getResult()] =
           bb.create<tgk::UniformOp>(m->getLoc(), bb.getF32Type(), seed, counter);
+      continue;
+    }
+    if (isa<tg::GatherOp, tg::ConcatOp, tg::PadOp>(m)) {
+      auto load = [&](Value v, AffineMap map, ValueRange syms) -> Value {
+        return loadScalar(bb, v, map, syms, [&](Value root) {
+          return body->getArgument(inputs.lookup(loadedKey(root)));
+        });
+      };
+      Value s = buildIndexedScalar(bb, m, scalarOf, load);
+      if (!s) {
+        m->emitOpError("reads a computed index of an iota, which fusion cannot load");
+        return signalPassFailure();
+      }
+      scalar[m->getResult(0)] = s;
       continue;
     }
     SmallVector<Value> operands;

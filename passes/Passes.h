@@ -41,6 +41,22 @@ mlir::Value buildIndexOf(mlir::OpBuilder &b, mlir::Value root, mlir::AffineMap m
 /// copy kernel named `k<counter>`.
 void materializeLayoutOps(mlir::func::FuncOp fn, unsigned &counter);
 
+/// The scalar of `v` (a kernel input, its layout traced) read at `map`
+/// (iteration dims and `indices` as symbols -> `v`'s dims): a constant for
+/// a splat, a tgk.index for an iota (none when the map has symbols), else
+/// a tgk.load of the whole-buffer argument `bufferOf(root)`.
+mlir::Value loadScalar(mlir::OpBuilder &b, mlir::Value v, mlir::AffineMap map,
+                       mlir::ValueRange indices,
+                       llvm::function_ref<mlir::Value(mlir::Value)> bufferOf);
+
+/// The scalar body of a tg.gather, tg.concat or tg.pad member at the
+/// kernel's current iteration: element operands come from `scalarOf`,
+/// loaded ones from `load(operand, map, indices)`. Null when a load fails.
+mlir::Value buildIndexedScalar(
+    mlir::OpBuilder &b, mlir::Operation *member,
+    llvm::function_ref<mlir::Value(mlir::Value)> scalarOf,
+    llvm::function_ref<mlir::Value(mlir::Value, mlir::AffineMap, mlir::ValueRange)> load);
+
 /// Row-major strides of `shape`.
 llvm::SmallVector<int64_t> contiguousStrides(llvm::ArrayRef<int64_t> shape);
 

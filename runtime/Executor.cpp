@@ -147,9 +147,17 @@ void CompiledGraph::runKernel(const KernelStep &k,
       values[v] = at::empty_strided(s.sizes, s.strides, options);
     buffers.push_back(values[v].data_ptr());
   }
+  int64_t error[2] = {0, 0}; // check number + 1, bad index
+  if (!k.checks.empty())
+    buffers.push_back(error);
   size_t index = &k - plan_.kernels.data();
   cpuKernels_[index](buffers.data());
   counters().kernelLaunches++;
+  if (error[0] > 0 && size_t(error[0]) <= k.checks.size()) {
+    const IndexCheck &c = k.checks[error[0] - 1];
+    TORCH_CHECK_INDEX(false, c.origin.empty() ? "" : c.origin + ": ", "index ", error[1],
+                      " is out of bounds for dimension ", c.dim, " with size ", c.size);
+  }
 }
 
 static c10::IValue toIValue(const ArgValue &a, const c10::Argument &schemaArg,

@@ -48,13 +48,23 @@ struct ArgValue {
   std::vector<int> tensors;
 };
 
+/// A bounds check inside a kernel (tgk.check_index): what the runtime says
+/// when the kernel reports a bad index.
+struct IndexCheck {
+  int64_t dim = 0, size = 0;
+  bool wrap = false;  ///< negative indices count from the end
+  std::string origin; ///< the ATen op, "aten::embedding"
+};
+
 /// Launch of one generated kernel over buffers `inputs` then `outputs`.
+/// A kernel with `checks` also takes an index-error record after them.
 struct KernelStep {
   std::string name;
   std::vector<int> inputs, outputs;
   int64_t numel = 0;
   int64_t block = 256;
   int64_t vector = 1;
+  std::vector<IndexCheck> checks;
 };
 
 /// A call of an ATen operator through the dispatcher.

@@ -8,7 +8,7 @@ namespace tgc {
 
 namespace {
 
-constexpr uint32_t kPlanFormat = 1;
+constexpr uint32_t kPlanFormat = 2; // 2: kernels carry their index checks
 
 class Writer {
 public:
@@ -154,6 +154,13 @@ std::string serializePlan(const Plan &p) {
     w.i64(k.numel);
     w.i64(k.block);
     w.i64(k.vector);
+    w.i64(k.checks.size());
+    for (const IndexCheck &c : k.checks) {
+      w.i64(c.dim);
+      w.i64(c.size);
+      w.u8(c.wrap);
+      w.str(c.origin);
+    }
   }
   w.i64(p.externs.size());
   for (const ExternStep &e : p.externs) {
@@ -210,6 +217,13 @@ bool deserializePlan(const std::string &data, Plan &p, std::string &error) {
       k.numel = r.i64();
       k.block = r.i64();
       k.vector = r.i64();
+      k.checks.resize(r.count(25));
+      for (IndexCheck &c : k.checks) {
+        c.dim = r.i64();
+        c.size = r.i64();
+        c.wrap = r.u8() != 0;
+        c.origin = r.str();
+      }
     }
     p.externs.resize(r.count(8));
     for (ExternStep &e : p.externs) {

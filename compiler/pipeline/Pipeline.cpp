@@ -50,6 +50,7 @@ private:
   LogicalResult addKernel(tgk::KernelOp k);
   LogicalResult addExtern(tg::ExternOp e);
   LogicalResult addRowKernel(tgk::RowKernelOp k);
+  LogicalResult addScatterAdd(tgk::ScatterAddKernelOp k);
   /// Appends a launch of `op` (a tgk.kernel or tgk.row_kernel).
   KernelStep &pushKernel(Operation *op, StringRef name, ValueRange inputs, int64_t numel);
   FailureOr<ArgValue> argOf(Attribute a, tg::ExternOp e);
@@ -85,6 +86,9 @@ LogicalResult PlanBuilder::addKernel(tgk::KernelOp k) {
   else
     plan.cpuSource += src;
   KernelStep &step = pushKernel(k, k.getSymName(), k.getInputs(), k.getNumIterations());
+  k.walk([&](tgk::CheckIndexOp c) { // in the order the emitter numbers them
+    step.checks.push_back({c.getDim(), (int64_t)c.getSize(), c.getWrap(), c.getOrigin().str()});
+  });
   if (auto s = k.getScheduleAttr()) {
     step.block = s.getBlock();
     step.vector = s.getVector();
@@ -102,6 +106,19 @@ LogicalResult PlanBuilder::addRowKernel(tgk::RowKernelOp k) {
     return failure();
   plan.cpuSource += src;
   pushKernel(k, k.getSymName(), k.getInputs(), k.getNumRows() * k.getRowSize());
+  return success();
+}
+
+LogicalResult PlanBuilder::addScatterAdd(tgk::ScatterAddKernelOp k) {
+  if (plan.device == "cuda")
+    plan.cudaSources.push_back(codegen::cudaPrelude() + codegen::emitCudaScatterAddKernel(k));
+  else
+    plan.cpuSource += codegen::emitCpuScatterAddKernel(k);
+  auto self = cast<ShapedType>(k.getSelf().getType());
+  int64_t dim = k.getDim();
+  SmallVector<Value, 3> inputs = {k.getSelf(), k.getIndex(), k.getSrc()};
+  KernelStep &step = pushKernel(k, k.getSymName(), inputs, self.getNumElements());
+  step.checks.push_back({dim, self.getDimSize(dim), false, "aten::scatter_add"});
   return success();
 }
 
@@ -191,6 +208,8 @@ LogicalResult PlanBuilder::build(func::FuncOp fn) {
       r = addKernel(k);
     else if (auto rk = dyn_cast<tgk::RowKernelOp>(op))
       r = addRowKernel(rk);
+    else if (auto sk = dyn_cast<tgk::ScatterAddKernelOp>(op))
+      r = addScatterAdd(sk);
     else if (auto e = dyn_cast<tg::ExternOp>(op))
       r = addExtern(e);
     else if (auto ret = dyn_cast<func::ReturnOp>(op))

@@ -342,6 +342,102 @@ def TG_RemapOp : TG_Op<"remap", [Pure]> {
 }
 
 //===----------------------------------------------------------------------===//
+// Indexing, concatenation and padding
+//===----------------------------------------------------------------------===//
+
+def TG_GatherOp : TG_Op<"gather", [Pure]> {
+  let summary = "reads input elements at data-dependent positions";
+  let description = [{
+    `result[i] = input[p]` where `p = map(i)` except in the dims `dims[k]`,
+    whose coordinate is `indices[k][i]` (the expression of `map` there is
+    ignored; import writes 0). Every index tensor has the result's shape
+    (import broadcasts them) and an integer type. When `wrap` is set, a
+    negative index counts from the end (advanced indexing); an index still
+    outside `[0, size)` raises an IndexError at run time naming the value,
+    dim and size, and no element is read out of bounds. `gather`,
+    `index_select`, `embedding` and `index.Tensor` import to it; fusion
+    reads `input` inside the kernel that computes the result
+    (`tgk.load`), so the index arithmetic and the consumers are one kernel.
+
+    ```mlir
+    // embedding: result[n, j] = weight[ids[n], j]
+    %e = tg.gather %w, %ids {dims = array<i64: 0>,
+           map = affine_map<(d0, d1) -> (0, d1)>}
+           : (tensor<100x16xf32>, tensor<8x16xi64>) -> tensor<8x16xf32>
+    ```
+  }];
+  let arguments = (ins TG_StaticTensor:$input, Variadic<TG_StaticTensor>:$indices,
+                       DenseI64ArrayAttr:$dims, AffineMapAttr:$map,
+                       DefaultValuedAttr<BoolAttr, "false">:$wrap,
+                       DefaultValuedStrAttr<StrAttr, "">:$origin);
+  let results = (outs TG_StaticTensor:$result);
+  let assemblyFormat = "$input `,` $indices attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+def TG_ConcatOp : TG_Op<"concat", [Pure]> {
+  let summary = "concatenation along one dimension";
+  let description = [{
+    Joins `inputs` (same rank and element type, equal sizes except in
+    `dim`) along `dim`. Fusion reads each piece inside the consumers'
+    kernel, choosing the piece by the coordinate in `dim`; `cat` and
+    `stack` (over unsqueezed pieces) import to it.
+
+    ```mlir
+    %c = tg.concat %a, %b {dim = 1 : i64}
+           : (tensor<4x3xf32>, tensor<4x5xf32>) -> tensor<4x8xf32>
+    ```
+  }];
+  let arguments = (ins Variadic<TG_StaticTensor>:$inputs, I64Attr:$dim);
+  let results = (outs TG_StaticTensor:$result);
+  let assemblyFormat = "$inputs attr-dict `:` functional-type($inputs, results)";
+  let hasVerifier = 1;
+}
+
+def TG_PadOp : TG_Op<"pad", [Pure]> {
+  let summary = "constant padding";
+  let description = [{
+    `result[i] = input[i - low]` where that is inside `input`, else `value`.
+    `low` and `high` (one entry per dim) are non-negative: import turns
+    negative padding (cropping) into a slice first. `constant_pad_nd` (and
+    `pad` in constant mode) imports to it.
+
+    ```mlir
+    %p = tg.pad %x {low = array<i64: 0, 1>, high = array<i64: 0, 2>, value = 0.0 : f32}
+           : tensor<4x8xf32> -> tensor<4x11xf32>
+    ```
+  }];
+  let arguments = (ins TG_StaticTensor:$input, DenseI64ArrayAttr:$low,
+                       DenseI64ArrayAttr:$high, TypedAttrInterface:$value);
+  let results = (outs TG_StaticTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+def TG_ScatterAddOp : TG_Op<"scatter_add", [Pure]> {
+  let summary = "adds src elements into a copy of self at indexed positions";
+  let description = [{
+    `result = self`, then for every position `i` of `index`:
+    `result[i with dim := index[i]] += src[i]`, as `aten::scatter_add`.
+    `index` is i64 with the rank of `self`; `src` is at least as large as
+    `index` in every dim. An index outside `[0, self.size(dim))` raises an
+    IndexError at run time. Lowered to its own kernel: positions that differ
+    outside `dim` are updated in parallel, those along `dim` in order, so
+    the result is deterministic.
+
+    ```mlir
+    %r = tg.scatter_add %self, %index, %src {dim = 0 : i64}
+           : (tensor<5x3xf32>, tensor<8x3xi64>, tensor<8x3xf32>) -> tensor<5x3xf32>
+    ```
+  }];
+  let arguments = (ins TG_StaticTensor:$self, TG_StaticTensor:$index,
+                       TG_StaticTensor:$src, I64Attr:$dim);
+  let results = (outs TG_StaticTensor:$result);
+  let assemblyFormat = "$self `,` $index `,` $src attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
 // Reductions
 //===----------------------------------------------------------------------===//
 

@@ -108,10 +108,13 @@ LogicalResult KernelOp::verifyRegions() {
     return emitOpError("body takes ") << body.getNumArguments()
                                       << " scalars for " << getInputs().size()
                                       << " inputs";
+  // An argument is one element of its input, or (read only by tgk.load)
+  // the whole input.
   for (auto [arg, in] : llvm::zip(body.getArguments(), getInputs()))
-    if (arg.getType() != cast<ShapedType>(in.getType()).getElementType())
+    if (arg.getType() != cast<ShapedType>(in.getType()).getElementType() &&
+        arg.getType() != in.getType())
       return emitOpError("body argument type ")
-             << arg.getType() << " does not match input element type";
+             << arg.getType() << " is neither the input's element type nor its type";
   auto yield = cast<YieldOp>(body.getTerminator());
   if (yield.getValues().size() != getNumResults())
     return emitOpError("yields ") << yield.getValues().size()
@@ -220,6 +223,28 @@ LogicalResult IndexOp::verify() {
     rank = r.getOuterShape().size() + r.getRowShape().size();
   if (getMap().getNumResults() != 1 || getMap().getNumDims() != rank || getMap().getNumSymbols())
     return emitOpError("map must take the kernel's ") << rank << " iteration dims to one index";
+  return success();
+}
+
+LogicalResult LoadOp::verify() {
+  auto arg = dyn_cast<BlockArgument>(getBuffer());
+  Operation *parent = (*this)->getParentOp();
+  if (!arg || arg.getOwner()->getParentOp() != parent)
+    return emitOpError("buffer must be a block argument of the enclosing kernel");
+  int64_t rank = 0;
+  if (auto k = dyn_cast<KernelOp>(parent))
+    rank = k.getIterationShape().size();
+  else if (auto r = dyn_cast<RowKernelOp>(parent))
+    rank = r.getOuterShape().size() + r.getRowShape().size();
+  auto t = cast<ShapedType>(getBuffer().getType());
+  AffineMap m = getMap();
+  if (m.getNumDims() != rank || m.getNumSymbols() != getIndices().size() ||
+      m.getNumResults() != t.getRank())
+    return emitOpError("map must take the kernel's ")
+           << rank << " dims and " << getIndices().size() << " indices to the buffer's "
+           << t.getRank() << " dims";
+  if (getResult().getType() != t.getElementType())
+    return emitOpError("result must be the buffer's element type");
   return success();
 }
 

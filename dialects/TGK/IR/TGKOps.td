@@ -203,6 +203,73 @@ def TGK_UniformOp : TGK_Op<"uniform", [Pure,
   let assemblyFormat = "$seed `,` $counter attr-dict `:` type($result)";
 }
 
+def TGK_LoadOp : TGK_Op<"load", [Pure,
+    ParentOneOf<["KernelOp", "RowKernelOp"]>]> {
+  let summary = "reads a kernel input at a computed position";
+  let description = [{
+    Reads `buffer` (a block argument of the enclosing kernel that stands for
+    a whole input tensor, not one element of it) at `map` of the current
+    iteration indices (dims) and `indices` (symbols, i64). Gathers read
+    data-dependent positions; concatenation and padding read positions that
+    exist only under a condition, so codegen evaluates a load only where its
+    value is used (inside the arm of an `arith.select` that picks it).
+
+    ```mlir
+    %v = tgk.load %w[%i] {map = affine_map<(d0, d1)[s0] -> (s0, d1)>}
+           : tensor<100x16xf32> -> f32
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$buffer, Variadic<I64>:$indices, AffineMapAttr:$map);
+  let results = (outs AnyType:$result);
+  let assemblyFormat = "$buffer `[` $indices `]` attr-dict `:` type($buffer) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+def TGK_CheckIndexOp : TGK_Op<"check_index", [
+    ParentOneOf<["KernelOp", "RowKernelOp"]>]> {
+  let summary = "bounds-checks a data-dependent index";
+  let description = [{
+    Returns `index` (plus `size` when it is negative and `wrap` is set) if
+    it lies in `[0, size)`. Otherwise the kernel records the value, and the
+    runtime raises an IndexError naming it, `dim`, `size` and `origin` (the
+    ATen op) once the launch ends; the op returns 0 so no load leaves the
+    buffer. Not pure: it reports.
+
+    ```mlir
+    %c = tgk.check_index %i {size = 100 : i64, dim = 0 : i64, wrap = false, origin = "aten::embedding"}
+    ```
+  }];
+  let arguments = (ins I64:$index, I64Attr:$size, I64Attr:$dim, BoolAttr:$wrap, StrAttr:$origin);
+  let results = (outs I64:$result);
+  let assemblyFormat = "$index attr-dict";
+}
+
+def TGK_ScatterAddKernelOp : TGK_Op<"scatter_add_kernel", [Pure]> {
+  let summary = "scatter_add as one kernel: a copy of self, then ordered updates";
+  let description = [{
+    `result = self; result[i with dim := index[i]] += src[i]` for every
+    position `i` of `index`. Positions that differ outside `dim` run in
+    parallel (they write different elements); along `dim` they run in order,
+    so sums are deterministic. Indices are bounds-checked as by
+    `tgk.check_index` (origin `aten::scatter_add`). Strides are the element
+    strides of self, index, src and the result.
+
+    ```mlir
+    %r = tgk.scatter_add_kernel "k0" (%self, %index, %src) {dim = 0 : i64,
+           input_strides = [array<i64: 3, 1>, array<i64: 3, 1>, array<i64: 3, 1>],
+           result_strides = [array<i64: 3, 1>]}
+           : (tensor<5x3xf32>, tensor<8x3xi64>, tensor<8x3xf32>) -> tensor<5x3xf32>
+    ```
+  }];
+  let arguments = (ins StrAttr:$sym_name, AnyRankedTensor:$self, AnyRankedTensor:$index,
+                       AnyRankedTensor:$src, I64Attr:$dim,
+                       ArrayAttr:$input_strides, ArrayAttr:$result_strides);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = [{
+    $sym_name `(` $self `,` $index `,` $src `)` attr-dict `:` functional-type(operands, results)
+  }];
+}
+
 def TGK_YieldOp : TGK_Op<"yield", [Pure, Terminator,
     ParentOneOf<["KernelOp", "RowKernelOp"]>]> {
   let summary = "yields one element of each kernel result";

@@ -26,6 +26,10 @@ public:
   /// with `error` set when a kernel cannot be built or an extern op is
   /// unknown to this LibTorch.
   static std::shared_ptr<CompiledGraph> load(Plan plan, std::string &error);
+  /// The same with the plan's CPU kernels already built into `object` (an
+  /// AOT package's shared object): nothing is compiled.
+  static std::shared_ptr<CompiledGraph> loadWith(Plan plan, std::shared_ptr<SharedObject> object,
+                                                 std::string &error);
 
   /// Runs the plan. `inputs` must match the plan's input specs (the caller
   /// checks guards); outputs have exactly the specs' layouts.

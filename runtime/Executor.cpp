@@ -47,6 +47,17 @@ bool fromScalarType(at::ScalarType s, DType &out) {
   }
 }
 
+bool fitsSpec(const at::Tensor &t, const TensorSpec &spec) {
+  DType dtype;
+  if (!t.defined() || !t.device().is_cpu() || !fromScalarType(t.scalar_type(), dtype) ||
+      dtype != spec.dtype || t.sizes() != c10::IntArrayRef(spec.sizes))
+    return false;
+  for (size_t d = 0; d < spec.sizes.size(); ++d)
+    if (spec.sizes[d] > 1 && t.stride(d) != spec.strides[d])
+      return false;
+  return true;
+}
+
 std::shared_ptr<CompiledGraph> CompiledGraph::load(Plan plan,
                                                    std::string &error) {
   std::shared_ptr<SharedObject> object;

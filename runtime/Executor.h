@@ -19,6 +19,11 @@ at::ScalarType toScalarType(DType t);
 /// Fails (returns false) for dtypes tgc does not model (complex, fp8, ...).
 bool fromScalarType(at::ScalarType s, DType &out);
 
+/// The guard of a compiled plan's input: `t` is a CPU tensor with `spec`'s
+/// dtype and sizes whose strides match wherever a dimension has more than
+/// one element (the others never index anything).
+bool fitsSpec(const at::Tensor &t, const TensorSpec &spec);
+
 /// A Plan with its kernels compiled and loaded, ready to run many times.
 class CompiledGraph {
 public:

@@ -6,6 +6,7 @@
 #include <ATen/ops/randint.h>
 #include <ATen/ops/randn.h>
 
+#include <algorithm>
 #include <cctype>
 #include <utility>
 
@@ -29,7 +30,7 @@ const char *dtypeToken(c10::ScalarType t) {
 [[noreturn]] void bad(const std::string &text, const std::string &why) {
   throw std::invalid_argument("malformed input spec '" + text + "': " + why +
                               " (expected NAME:DTYPE[D0,D1,...], e.g. x:f32[1,3,224,224] "
-                              "or ids:i64[2,32]{0,50257})");
+                              "or ids:i64[2,32]@0:50257)");
 }
 
 /// Parses a comma-separated list of integers; `what` names it in errors.
@@ -67,7 +68,7 @@ std::string InputSpec::str() const {
     s += (i ? "," : "") + std::to_string(shape[i]);
   s += "]";
   if (c10::isIntegralType(dtype, /*includeBool=*/false))
-    s += "{" + std::to_string(low) + "," + std::to_string(high) + "}";
+    s += "@" + std::to_string(low) + ":" + std::to_string(high);
   return s;
 }
 
@@ -102,13 +103,15 @@ InputSpec parseInputSpec(const std::string &text) {
   std::string rest = text.substr(close + 1);
   if (rest.empty())
     return spec;
-  if (rest.front() != '{' || rest.back() != '}')
+  if (rest.front() != '@')
     bad(text, "unexpected '" + rest + "' after the shape");
   if (!c10::isIntegralType(spec.dtype, /*includeBool=*/false))
-    bad(text, "a {LOW,HIGH} range is for integer dtypes only");
-  std::vector<int64_t> range = parseInts(text, rest.substr(1, rest.size() - 2), "bound");
+    bad(text, "a @LOW:HIGH range is for integer dtypes only");
+  std::string bounds = rest.substr(1);
+  std::replace(bounds.begin(), bounds.end(), ':', ',');
+  std::vector<int64_t> range = parseInts(text, bounds, "bound");
   if (range.size() != 2 || range[0] >= range[1])
-    bad(text, "the range must be {LOW,HIGH} with LOW < HIGH");
+    bad(text, "the range must be @LOW:HIGH with LOW < HIGH");
   spec.low = range[0];
   spec.high = range[1];
   return spec;

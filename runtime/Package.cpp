@@ -14,7 +14,6 @@
 
 #include <nlohmann/json.hpp>
 
-#include <atomic>
 #include <filesystem>
 #include <map>
 #include <sstream>
@@ -38,20 +37,6 @@ std::string describe(const at::Tensor &t) {
   return layoutText(t.scalar_type(), t.sizes()) + " on " + t.device().str();
 }
 
-/// Why `t` does not fit `spec` (an input of a compiled plan), or "". Sizes
-/// and dtype must match; strides only where a dimension has more than one
-/// element (others are never used to index).
-std::string layoutMiss(const at::Tensor &t, const TensorSpec &spec) {
-  DType dtype;
-  if (!t.defined() || !t.device().is_cpu() || !fromScalarType(t.scalar_type(), dtype) ||
-      dtype != spec.dtype || t.sizes() != c10::IntArrayRef(spec.sizes))
-    return "layout";
-  for (size_t d = 0; d < spec.sizes.size(); ++d)
-    if (spec.sizes[d] > 1 && t.stride(d) != spec.strides[d])
-      return "strides";
-  return "";
-}
-
 /// The run-time SegmentTable: compiled segments by id.
 class PackageTable final : public SegmentTable {
 public:
@@ -62,7 +47,7 @@ public:
       const Plan &plan = it->second->plan();
       ok = inputs.size() == plan.inputs.size();
       for (size_t i = 0; ok && i < inputs.size(); ++i)
-        ok = layoutMiss(inputs[i], plan.values[plan.inputs[i]]).empty();
+        ok = fitsSpec(inputs[i], plan.values[plan.inputs[i]]);
       if (!ok)
         log("fallbacks", "package segment " + std::to_string(id) +
                              ": guard miss, running its TorchScript ops");
@@ -73,11 +58,15 @@ public:
   }
   std::vector<at::Tensor> run(int64_t id, const std::vector<at::Tensor> &inputs) override {
     compiled++;
+    ran.push_back(id);
     return segments.at(id)->run(inputs);
   }
   std::map<int64_t, std::shared_ptr<CompiledGraph>> segments;
-  std::atomic<int64_t> compiled{0}, eager{0};
+  int64_t compiled = 0, eager = 0;
+  std::vector<int64_t> ran;
 };
+
+} // namespace
 
 std::vector<at::Tensor> flattenOutputs(const c10::IValue &out) {
   if (out.isTensor())
@@ -94,8 +83,6 @@ std::vector<at::Tensor> flattenOutputs(const c10::IValue &out) {
   throw PackageError(Kind::Format, "the packaged program returned a " + out.tagKind() +
                                        "; packages return tensors, tuples or lists of them");
 }
-
-} // namespace
 
 struct Package::Impl {
   std::string path;
@@ -221,6 +208,7 @@ std::vector<at::Tensor> Package::run(const std::vector<at::Tensor> &inputs) cons
   std::lock_guard<std::mutex> lock(impl.mutex);
   impl.table.compiled = 0;
   impl.table.eager = 0;
+  impl.table.ran.clear();
   SegmentTableScope scope(&impl.table);
   at::NoGradGuard noGrad;
   // The JIT's own fusers and profiling passes stay off: tgc compiled it.
@@ -237,7 +225,8 @@ std::string Package::metadataJson() const { return impl_->meta.dump(2); }
 const std::vector<PackageSection> &Package::sections() const { return impl_->sections; }
 uint64_t Package::fileBytes() const { return impl_->fileBytes; }
 PackageRunStats Package::lastRunStats() const {
-  return {impl_->table.compiled.load(), impl_->table.eager.load()};
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  return {impl_->table.compiled, impl_->table.eager, impl_->table.ran};
 }
 
 } // namespace tgc

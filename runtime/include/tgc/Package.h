@@ -15,6 +15,7 @@
 #define TGC_PACKAGE_H
 
 #include <ATen/core/Tensor.h>
+#include <ATen/core/ivalue.h>
 #include <c10/core/ScalarType.h>
 
 #include <cstdint>
@@ -44,7 +45,7 @@ private:
   Kind kind_;
 };
 
-/// One model input: `x:f32[1,3,224,224]`, `ids:i64[2,32]{0,50257}` (integer
+/// One model input: `x:f32[1,3,224,224]`, `ids:i64[2,32]@0:50257` (integer
 /// inputs take random values in [low, high) when none are given).
 struct InputSpec {
   std::string name;
@@ -55,7 +56,7 @@ struct InputSpec {
   std::string str() const;
 };
 
-/// Parses `NAME:DTYPE[D0,D1,...]` with an optional `{LOW,HIGH}` range.
+/// Parses `NAME:DTYPE[D0,D1,...]` with an optional `@LOW:HIGH` range.
 /// DTYPE is one of f16 bf16 f32 f64 i8 i16 i32 i64 u8 bool. Throws
 /// std::invalid_argument saying what is wrong and what is expected.
 InputSpec parseInputSpec(const std::string &text);
@@ -65,6 +66,10 @@ InputSpec parseInputSpec(const std::string &text);
 /// integers uniform in [low, high); booleans fair coins.
 std::vector<at::Tensor> randomInputs(const std::vector<InputSpec> &specs, uint64_t seed,
                                      int variant = 0);
+
+/// The tensors of a TorchScript result (a tensor, or tuples and lists of
+/// them, flattened in order), as Package::run returns them.
+std::vector<at::Tensor> flattenOutputs(const c10::IValue &out);
 
 /// One stored part of a package.
 struct PackageSection {
@@ -79,6 +84,7 @@ struct PackageSection {
 struct PackageRunStats {
   int64_t compiled_segments = 0;
   int64_t eager_segments = 0;
+  std::vector<int64_t> compiled_ids; ///< ids of the segments run compiled, in order
 };
 
 class Package {

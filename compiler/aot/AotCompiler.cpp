@@ -30,6 +30,17 @@ namespace {
 
 std::string firstLine(const std::string &s) { return s.substr(0, s.find('\n')); }
 
+/// The gist of an error: the interpreter prefixes a traceback, the message
+/// proper follows its last "Error: ".
+std::string gist(const std::string &s) {
+  size_t at = s.rfind("Error: ");
+  if (s.rfind("The following operation failed", 0) != 0 || at == std::string::npos)
+    return firstLine(s);
+  std::string rest = s.substr(at + 7);
+  size_t start = rest.find_first_not_of(" \n");
+  return firstLine(start == std::string::npos ? rest : rest.substr(start));
+}
+
 /// Loads, checks and freezes the model; `inputs` are put in forward's order.
 torch::jit::Module loadFrozen(const AotOptions &o, std::vector<InputSpec> &inputs) {
   std::error_code ec;
@@ -100,7 +111,7 @@ CaptureTable runSamples(const std::shared_ptr<torch::jit::Graph> &graph,
         specs += " " + i.str();
       const auto *c10e = dynamic_cast<const c10::Error *>(&e);
       throw AotError(Kind::Model, "the model fails on random inputs" + specs + ": " +
-                                      firstLine(c10e ? c10e->what_without_backtrace() : e.what()));
+                                      gist(c10e ? c10e->what_without_backtrace() : e.what()));
     }
   }
   return table;
@@ -305,7 +316,7 @@ AotSummary compilePackage(const AotOptions &o, const AotProgress &progress) {
   }
   if (o.fullgraph)
     if (std::string why = fullgraphBreak(part, meta["segments"]); !why.empty())
-      throw AotError(Kind::Compile, "--fullgraph: " + why);
+      throw AotError(Kind::Model, "--fullgraph: " + why);
   std::map<std::string, int> eagerOps;
   for (const json &e : meta["eager_ops"])
     eagerOps[e.at("op").get<std::string>() + ": " + e.at("reason").get<std::string>()]++;

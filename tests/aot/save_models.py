@@ -3,8 +3,9 @@
 Usage: save_models.py OUT_DIR
 Writes resnet18.pt and mobilenet_v3_small.pt (torchvision), gpt2.pt (a GPT-2
 style decoder built from torch.nn), gate.pt (an `if` on tensor data),
-nonzero.pt (a data-dependent shape), mlp.pt (pointwise-only, for CUDA) and
-not_torchscript.pt (a file that is not TorchScript).
+nonzero.pt (a data-dependent shape), mlp.pt (pointwise-only, for CUDA),
+gate_other.pt (gate with other weights) and not_torchscript.pt (a file that
+is not TorchScript).
 """
 import math
 import os
@@ -121,6 +122,7 @@ def main():
         "gate": Gate(),
         "nonzero": NonZero(),
         "mlp": Mlp(),
+        "gate_other": Gate(),  # same signature, other weights: a mismatch
     }
     for name, model in models.items():
         torch.jit.save(torch.jit.script(model.eval()), os.path.join(out, name + ".pt"))

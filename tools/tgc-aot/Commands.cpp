@@ -142,7 +142,8 @@ int checkAgainst(const std::vector<at::Tensor> &outs, const std::vector<at::Tens
       std::printf("output %zu: max abs error %.3g vs eager (atol %g, rtol %g): %s\n", i, err,
                   atol, rtol, close ? "ok" : "MISMATCH");
   }
-  return ok ? kExitOk : kExitFailure;
+  return ok ? kExitOk : fail(kExitFailure, "outputs differ from eager " + o.model +
+                                               " beyond the tolerances");
 }
 
 std::string humanBytes(uint64_t b) {

@@ -56,6 +56,12 @@ compile)
       grep -q "0 as TorchScript" <<<"$out" || fail "$x ran a segment as TorchScript"
     done
   fi
+  if [ "$model" = gate ]; then
+    # zstd-compressed sections load and run the same.
+    "$aot" compile "$models/gate.pt" --input 'x:f32[4,16]' --compress -o "$tmp/z.tgcpkg"
+    "$aot" inspect "$tmp/z.tgcpkg" | grep -q '(zstd, ' || fail "--compress stored nothing compressed"
+    "$aot" run "$tmp/z.tgcpkg" --check-against "$models/gate.pt"
+  fi
   if [ "$model" = nonzero ]; then
     "$aot" inspect "$pkgs/nonzero.tgcpkg" | grep -q "runs as TorchScript: aten::nonzero" ||
       fail "nonzero is not reported as an eager op"

@@ -47,28 +47,57 @@ bool fromScalarType(at::ScalarType s, DType &out) {
   }
 }
 
+bool fitsSpec(const at::Tensor &t, const TensorSpec &spec) {
+  DType dtype;
+  if (!t.defined() || !t.device().is_cpu() || !fromScalarType(t.scalar_type(), dtype) ||
+      dtype != spec.dtype || t.sizes() != c10::IntArrayRef(spec.sizes))
+    return false;
+  for (size_t d = 0; d < spec.sizes.size(); ++d)
+    if (spec.sizes[d] > 1 && t.stride(d) != spec.strides[d])
+      return false;
+  return true;
+}
+
 std::shared_ptr<CompiledGraph> CompiledGraph::load(Plan plan,
                                                    std::string &error) {
-  std::shared_ptr<CompiledGraph> g(new CompiledGraph(std::move(plan)));
-  const Plan &p = g->plan_;
-  if (!p.kernels.empty()) {
-    if (p.device != "cpu") {
-      error = "launching generated kernels on " + p.device +
+  std::shared_ptr<SharedObject> object;
+  bool compiled = false;
+  if (!plan.kernels.empty()) {
+    if (plan.device != "cpu") {
+      error = "launching generated kernels on " + plan.device +
               " is not implemented yet (CUDA backend issue)";
       return nullptr;
     }
-    HostCompileResult r = compileSharedObject(p.cpuSource);
+    HostCompileResult r = compileSharedObject(plan.cpuSource);
     if (!r.object) {
       error = r.error;
       return nullptr;
     }
-    g->object_ = r.object;
-    if (r.compiled)
-      g->kernelsCompiled_ = p.kernels.size();
+    object = r.object;
+    compiled = r.compiled;
+  }
+  std::shared_ptr<CompiledGraph> g = loadWith(std::move(plan), std::move(object), error);
+  if (g && compiled)
+    g->kernelsCompiled_ = g->plan_.kernels.size();
+  return g;
+}
+
+std::shared_ptr<CompiledGraph> CompiledGraph::loadWith(Plan plan,
+                                                       std::shared_ptr<SharedObject> object,
+                                                       std::string &error) {
+  std::shared_ptr<CompiledGraph> g(new CompiledGraph(std::move(plan)));
+  const Plan &p = g->plan_;
+  if (!p.kernels.empty()) {
+    if (p.device != "cpu" || !object) {
+      error = "launching generated kernels on " + p.device +
+              " is not implemented yet (CUDA backend issue)";
+      return nullptr;
+    }
+    g->object_ = std::move(object);
     for (const KernelStep &k : p.kernels) {
-      auto fn = reinterpret_cast<CpuKernel>(r.object->symbol(k.name));
+      auto fn = reinterpret_cast<CpuKernel>(g->object_->symbol(k.name));
       if (!fn) {
-        error = "kernel " + k.name + " missing from " + r.object->path();
+        error = "kernel " + k.name + " missing from " + g->object_->path();
         return nullptr;
       }
       g->cpuKernels_.push_back(fn);

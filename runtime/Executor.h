@@ -19,6 +19,11 @@ at::ScalarType toScalarType(DType t);
 /// Fails (returns false) for dtypes tgc does not model (complex, fp8, ...).
 bool fromScalarType(at::ScalarType s, DType &out);
 
+/// The guard of a compiled plan's input: `t` is a CPU tensor with `spec`'s
+/// dtype and sizes whose strides match wherever a dimension has more than
+/// one element (the others never index anything).
+bool fitsSpec(const at::Tensor &t, const TensorSpec &spec);
+
 /// A Plan with its kernels compiled and loaded, ready to run many times.
 class CompiledGraph {
 public:
@@ -26,6 +31,10 @@ public:
   /// with `error` set when a kernel cannot be built or an extern op is
   /// unknown to this LibTorch.
   static std::shared_ptr<CompiledGraph> load(Plan plan, std::string &error);
+  /// The same with the plan's CPU kernels already built into `object` (an
+  /// AOT package's shared object): nothing is compiled.
+  static std::shared_ptr<CompiledGraph> loadWith(Plan plan, std::shared_ptr<SharedObject> object,
+                                                 std::string &error);
 
   /// Runs the plan. `inputs` must match the plan's input specs (the caller
   /// checks guards); outputs have exactly the specs' layouts.

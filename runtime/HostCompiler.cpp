@@ -138,17 +138,15 @@ KeyInputs hostKernelKey(const std::string &source) {
   return k;
 }
 
-HostCompileResult compileSharedObject(const std::string &source) {
-  HostCompileResult r;
-  std::string key = buildKey(hostKernelKey(source));
+SharedObjectBytes buildSharedObject(const std::string &source, bool useCache) {
+  SharedObjectBytes r;
+  r.key = buildKey(hostKernelKey(source));
   ArtifactCache &cache = ArtifactCache::instance();
-  if (std::optional<std::string> bytes = cache.get(Layer::Kernel, key)) {
-    if ((r.object = SharedObject::openBytes(*bytes, key + ".so", r.error))) {
-      counters().cacheHitsDisk++;
+  if (useCache)
+    if (std::optional<std::string> bytes = cache.get(Layer::Kernel, r.key)) {
+      r.bytes = std::move(*bytes);
       return r;
     }
-    log("kernels", "cached shared object " + key + " does not load: " + r.error);
-  }
   // Compile in a private scratch directory, then publish into the cache.
   std::string pattern = (fs::temp_directory_path() / "tgc-build-XXXXXX").string();
   if (!mkdtemp(pattern.data())) {
@@ -157,7 +155,6 @@ HostCompileResult compileSharedObject(const std::string &source) {
   }
   fs::path dir(pattern);
   std::string src = (dir / "kernels.cpp").string(), so = (dir / "kernels.so").string();
-  std::error_code ec;
   if (!writeFileAtomic(src, source)) {
     r.error = "cannot write generated source to " + src;
     return r;
@@ -166,8 +163,8 @@ HostCompileResult compileSharedObject(const std::string &source) {
                     hostLinkFlags();
   int status = 0;
   std::string output = runCommand(cmd, status);
-  std::string bytes;
-  if (status != 0 || !readFile(so, bytes)) {
+  if (status != 0 || !readFile(so, r.bytes) || r.bytes.empty()) {
+    r.bytes.clear();
     r.error = "host compiler failed (" + cmd + "); generated source kept at " + src +
               ":\n" + output;
     return r;
@@ -177,10 +174,32 @@ HostCompileResult compileSharedObject(const std::string &source) {
   ::unlink(src.c_str());
   ::unlink(so.c_str());
   ::rmdir(dir.c_str());
-  cache.put(Layer::Kernel, key, bytes);
+  cache.put(Layer::Kernel, r.key, r.bytes);
   r.compiled = true;
-  r.object = SharedObject::openBytes(bytes, key + ".so", r.error);
-  log("kernels", "compiled CPU kernels " + key);
+  log("kernels", "compiled CPU kernels " + r.key);
+  return r;
+}
+
+HostCompileResult compileSharedObject(const std::string &source) {
+  HostCompileResult r;
+  SharedObjectBytes b = buildSharedObject(source);
+  if (!b.error.empty()) {
+    r.error = b.error;
+    return r;
+  }
+  r.object = SharedObject::openBytes(b.bytes, b.key + ".so", r.error);
+  if (!r.object && !b.compiled) {
+    log("kernels", "cached shared object " + b.key + " does not load: " + r.error);
+    b = buildSharedObject(source, /*useCache=*/false);
+    if (!b.error.empty()) {
+      r.error = b.error;
+      return r;
+    }
+    r.object = SharedObject::openBytes(b.bytes, b.key + ".so", r.error);
+  }
+  r.compiled = b.compiled;
+  if (r.object && !b.compiled)
+    counters().cacheHitsDisk++;
   return r;
 }
 

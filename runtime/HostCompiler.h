@@ -46,6 +46,16 @@ struct HostCompileResult {
   std::string error;     ///< set when object is null
 };
 
+/// The bytes of `source`'s shared object: from the kernel layer of the cache
+/// (unless `useCache` is false), else compiled and stored there.
+struct SharedObjectBytes {
+  std::string bytes;
+  std::string key;       ///< its kernel-layer key
+  bool compiled = false; ///< false when the bytes came from disk
+  std::string error;     ///< set when bytes is empty
+};
+SharedObjectBytes buildSharedObject(const std::string &source, bool useCache = true);
+
 /// Compiles `source` into a shared object, or takes it from the kernel layer
 /// of the cache (keyed by the source, compiler, flags, tgc and LibTorch
 /// versions), and loads it. On a compiler failure the source is kept and

@@ -17,6 +17,8 @@
 #include <ATen/core/Tensor.h>
 #include <ATen/core/ivalue.h>
 
+#include "tgc/Package.h"
+
 #include <cstdint>
 #include <functional>
 #include <memory>

@@ -59,6 +59,11 @@ mlir::LogicalResult emitBody(tgk::KernelOp kernel, Target target,
 mlir::LogicalResult emitRowBody(tgk::RowKernelOp kernel, Target target, std::string &out,
                                 std::string &error);
 
+/// `ref` (a stored element) as its compute type: half types widen to float.
+std::string load(mlir::Type elementType, Target target, const std::string &ref);
+/// Compute-type value `v` as the stored type (half types round to nearest even).
+std::string store(mlir::Type elementType, Target target, const std::string &v);
+
 /// The C type a buffer of `elementType` is stored as.
 std::string storageType(mlir::Type elementType, Target target);
 

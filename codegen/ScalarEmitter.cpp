@@ -35,7 +35,7 @@ std::string storageType(Type t, Target target) {
   return computeType(t);
 }
 
-static std::string load(Type t, Target target, const std::string &ref) {
+std::string load(Type t, Target target, const std::string &ref) {
   if (t.isF16())
     return target == Target::Cuda ? "__half2float(" + ref + ")"
                                   : "(float)" + ref;
@@ -45,7 +45,7 @@ static std::string load(Type t, Target target, const std::string &ref) {
   return ref;
 }
 
-static std::string store(Type t, Target target, const std::string &v) {
+std::string store(Type t, Target target, const std::string &v) {
   if (t.isF16())
     return target == Target::Cuda ? "__float2half_rn(" + v + ")"
                                   : "(_Float16)(" + v + ")";

@@ -58,21 +58,8 @@ ScatterParts scatterParts(tgk::ScatterAddKernelOp k, Target target) {
                      std::max<int64_t>(self.getDimSize(d), 1));
     inIndex += fmt::format(" && c{} < {}LL", d, index.getDimSize(d));
   }
-  bool half = elt.isF16() || elt.isBF16();
-  auto read = [&](const std::string &ref) -> std::string {
-    if (!half)
-      return ref;
-    if (target == Target::Cuda)
-      return (elt.isF16() ? "__half2float(" : "__bfloat162float(") + ref + ")";
-    return (elt.isF16() ? "(float)" : "tgc_bf16_to_f32(") + ref + (elt.isF16() ? "" : ")");
-  };
-  auto write = [&](const std::string &v) -> std::string {
-    if (!half)
-      return v;
-    if (target == Target::Cuda)
-      return (elt.isF16() ? "__float2half_rn(" : "__float2bfloat16_rn(") + v + ")";
-    return (elt.isF16() ? "(_Float16)(" : "tgc_f32_to_bf16(") + v + ")";
-  };
+  auto read = [&](const std::string &ref) { return detail::load(elt, target, ref); };
+  auto write = [&](const std::string &v) { return detail::store(elt, target, v); };
   b += fmt::format("    for (long long j = 0; j < {}LL; ++j)\n      out0[{}] = in0[{}];\n",
                    self.getDimSize(dim), offsetOf(strides(3), dim, "j"),
                    offsetOf(strides(0), dim, "j"));

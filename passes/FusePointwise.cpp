@@ -64,7 +64,7 @@ static bool isLoadedOperand(Operation *m, unsigned operand) {
 
 /// The input key of a loaded operand: its root buffer and a null map (one
 /// whole-tensor argument per root, whatever layout each load reads it by).
-static std::pair<Value, AffineMap> loadedKey(Value v) { return {throughLayout(v), AffineMap()}; }
+static std::pair<Value, AffineMap> loadedKey(Value root) { return {root, AffineMap()}; }
 
 static ArrayRef<int64_t> shapeOf(Operation *op) {
   return cast<ShapedType>(op->getResult(0).getType()).getShape();
@@ -186,7 +186,7 @@ void FusePointwisePass::buildKernel(Group &g, unsigned index) {
       if (isLoadedOperand(m, operand)) {
         Value root = throughLayout(v);
         if (!splatValue(root) && !root.getDefiningOp<tg::IotaOp>())
-          inputs.insert({loadedKey(v), inputs.size()});
+          inputs.insert({loadedKey(root), inputs.size()});
         continue;
       }
       if ((def && g.memberSet.contains(def)) || splatValue(v))

@@ -145,10 +145,9 @@ SmallVector<int64_t> bufferStrides(Value v) {
   }
   Operation *def = v.getDefiningOp();
   unsigned idx = cast<OpResult>(v).getResultNumber();
-  if (auto k = dyn_cast<tgk::KernelOp>(def))
-    return *fromAttr(k.getResultStrides()[idx]);
-  if (auto e = dyn_cast<tg::ExternOp>(def))
-    return *fromAttr(e.getResultStrides()[idx]);
+  // tgk kernels and tg.extern name their results' layout.
+  if (auto s = dyn_cast_or_null<ArrayAttr>(def->getAttr("result_strides")))
+    return *fromAttr(s[idx]);
   if (auto s = fromAttr(def->getAttr("tg.strides")))
     return *s;
   return contiguousStrides(type.getShape());

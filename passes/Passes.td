@@ -11,9 +11,9 @@ include "mlir/Pass/PassBase.td"
 def PushRemaps : Pass<"tg-push-remaps", "::mlir::func::FuncOp"> {
   let summary = "Move `tg.remap` ops above the pointwise op they read, onto its operands";
   let description = [{
-    A layout op that import made to bring a reduction's dims last (one with
-    no ATen `callee`), applied to a pointwise result, is applied to the
-    pointwise op's operands instead when it is that result's only use:
+    A layout op (import's remap that brings a reduction's dims last, or an
+    ATen view) applied to a pointwise result is applied to the pointwise
+    op's operands instead when it is that result's only use:
 
     ```
     %m = tg.mul %a, %b : tensor<4x8xf32>
@@ -25,9 +25,12 @@ def PushRemaps : Pass<"tg-push-remaps", "::mlir::func::FuncOp"> {
 
     The pointwise op then lives in its consumer's index space, so a
     reduction over non-trailing dims (which reads its input through a
-    permuting remap) fuses with its producers into one row kernel, and a
-    pointwise chain read through a transpose fuses with its reader. Nothing
-    is computed twice: the op had no other use.
+    permuting remap) fuses with its producers into one row kernel, a
+    pointwise chain read through a transpose fuses with its reader, and a
+    matmul's bias epilogue fuses with the activation after the reshape that
+    `linear` on 3-D inputs makes. Nothing is computed twice: the op had no
+    other use. An ATen view of values computed from a reduction stays put,
+    so those ops stay in the reduction's row kernel.
 
     Likewise a `tg.broadcast` of a pointwise op computed from constants and
     `tg.iota` only (a causal mask: `triu(ones)`) moves onto that op's

@@ -27,6 +27,19 @@ bool indexOnly(Value v, int depth = 0) {
          llvm::all_of(d->getOperands(), [&](Value o) { return indexOnly(o, depth + 1); });
 }
 
+/// Whether `v` is computed by pointwise ops from a reduction's result: such
+/// ops belong in the reduction's row kernel.
+bool fromReduction(Value v, int depth = 0) {
+  v = throughLayout(v);
+  Operation *d = v.getDefiningOp();
+  if (!d || depth > 16)
+    return false;
+  if (isa<tg::ReduceOp>(d))
+    return true;
+  return isa<tg::ScalarizableOpInterface>(d) &&
+         llvm::any_of(d->getOperands(), [&](Value o) { return fromReduction(o, depth + 1); });
+}
+
 struct PushRemapsPass : public tgc::impl::PushRemapsBase<PushRemapsPass> {
   void runOnOperation() override {
     pushBroadcasts();
@@ -37,11 +50,14 @@ struct PushRemapsPass : public tgc::impl::PushRemapsBase<PushRemapsPass> {
       getOperation().walk([&](tg::RemapOp r) { remaps.push_back(r); });
       for (tg::RemapOp r : remaps) {
         Operation *p = r.getInput().getDefiningOp();
-        // Only remaps import made for a reduction's rows: an ATen view (the
-        // reshape of a reduction's result, say) stays where it is, so the
-        // ops before it stay in the reduction's row space.
-        if (r.getCallee() || !p || !isa<tg::ScalarizableOpInterface>(p) || p->getNumResults() != 1 ||
+        if (!p || !isa<tg::ScalarizableOpInterface>(p) || p->getNumResults() != 1 ||
             !p->getResult(0).hasOneUse())
+          continue;
+        // An ATen view of ops computed from a reduction (the reshape of a
+        // mean, say) stays where it is, so those ops stay in the
+        // reduction's row kernel. Other views move up like import's remaps
+        // (a matmul epilogue then fuses with what follows a reshape).
+        if (r.getCallee() && fromReduction(r.getInput()))
           continue;
         auto outShape = cast<RankedTensorType>(r.getType()).getShape();
         OpBuilder b(r);

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <functional>
 #include <map>
+#include <optional>
 #include <set>
 
 using namespace mlir;
@@ -298,7 +299,7 @@ static bool functionalizable(const SegmentNode &n) {
       "aten::clamp_min_", "aten::clamp_max_", "aten::masked_fill_", "aten::exp_", "aten::tanh_",
       "aten::sigmoid_", "aten::neg_", "aten::gelu_", "aten::silu_", "aten::hardtanh_",
       "aten::leaky_relu_", "aten::sqrt_", "aten::rsqrt_", "aten::abs_",
-      "aten::bernoulli_"};
+      "aten::bernoulli_", "aten::scatter_add_"};
   if (n.op == "aten::bernoulli_" &&
       (n.overload != "float" || n.args.size() < 2 || n.args[1].kind != ArgValue::Double ||
        (n.args.size() > 2 && n.args[2].kind != ArgValue::None)))
@@ -412,6 +413,14 @@ LogicalResult Importer::importAt(size_t index) {
       std::none_of(node.outputs.begin(), node.outputs.end(),
                    [&](int id) { return isUsed(seg, id, overwrites); }))
     return success();
+  if (allocations.count(node.op) && node.outputs.size() == 1 && computable(seg, node) &&
+      typeOf(node.outputs[0]).getNumElements() == 0) {
+    // An empty tensor holds nothing to compute (cat's legacy 1-D pieces).
+    RankedTensorType t = typeOf(node.outputs[0]);
+    values[node.outputs[0]] =
+        b.create<tg::ConstantOp>(loc, DenseElementsAttr::get(t, ArrayRef<Attribute>{}));
+    return success();
+  }
   if (node.op == "aten::bernoulli_" && functional.count(index)) {
     if (!importBernoulli(node))
       return importExtern(node); // (unreachable for the float overload)
@@ -430,14 +439,60 @@ LogicalResult Importer::importAt(size_t index) {
   return success();
 }
 
+/// Whether `n` is a training batch norm, which writes its running stats.
+static bool isBatchNormTraining(const SegmentNode &n) {
+  return (n.op == "aten::native_batch_norm" || n.op == "aten::_native_batch_norm_legit") &&
+         n.overload.empty() && n.args.size() == 8 && n.args[5].kind == ArgValue::Bool &&
+         n.args[5].b;
+}
+
+/// The tensors a mutating node writes, when known: in-place ops write their
+/// first argument, training batch norm its running statistics.
+static std::optional<std::vector<int>> writtenBy(const SegmentNode &n) {
+  if (isBatchNormTraining(n)) {
+    std::vector<int> out;
+    for (size_t i : {3, 4})
+      if (n.args[i].kind == ArgValue::Tensor)
+        out.push_back(n.args[i].tensors[0]);
+    return out;
+  }
+  if (!n.op.empty() && n.op.back() == '_' && !n.args.empty() && n.args[0].kind == ArgValue::Tensor)
+    return std::vector<int>{n.args[0].tensors[0]};
+  return std::nullopt;
+}
+
+bool Importer::writesSeenThroughViews() const {
+  // Value ids that share storage through a view op of this segment.
+  std::set<int> viewed;
+  for (const SegmentNode &n : seg.nodes)
+    if (isAliasing(n) && !n.mutates && !n.args.empty() && n.args[0].kind == ArgValue::Tensor) {
+      viewed.insert(n.args[0].tensors[0]);
+      viewed.insert(n.outputs.begin(), n.outputs.end());
+    }
+  for (size_t i = 0; i < seg.nodes.size(); ++i) {
+    const SegmentNode &n = seg.nodes[i];
+    if (!n.mutates || functional.count(i))
+      continue;
+    auto written = writtenBy(n);
+    if (!written)
+      return true; // an op that writes we do not know where
+    for (int id : *written)
+      if (viewed.count(id))
+        return true;
+  }
+  return false;
+}
+
 LogicalResult Importer::importNode(const SegmentNode &node) {
+  if (isBatchNormTraining(node) && importBatchNormTraining(node))
+    return success();
   if (!computable(seg, node))
     return importExtern(node);
   if (floatOnlyEntry(qualified(node)) && !isa<FloatType>(typeOf(node.outputs[0]).getElementType()))
     return importExtern(node);
   if (pointwiseTable().count(qualified(node)) && node.outputs.size() == 1)
     return importPointwise(node);
-  if (importLayout(node) || importRowOp(node) || importComposite(node))
+  if (importLayout(node) || importRowOp(node) || importComposite(node) || importIndexing(node))
     return success();
   return importExtern(node);
 }

@@ -334,6 +334,112 @@ bool Importer::importComposite(const SegmentNode &node) {
   return false;
 }
 
+/// Binds value `id` to `rows`, a row-space result of toRows(_, dims),
+/// moved back by a permute. The row-space result is laid out so that the
+/// permute gives `id`'s strides (contiguous, as eager's), a zero-copy view.
+void Importer::fromRows(Value rows, ArrayRef<int64_t> dims, int id) {
+  MLIRContext *ctx = b.getContext();
+  RankedTensorType out = typeOf(id);
+  int64_t rank = out.getRank();
+  const std::vector<int64_t> &strides = seg.values[id].strides;
+  // toRows' order: kept dims, then the row dims, each ascending.
+  SmallVector<int64_t> order, rowStrides, perm(rank);
+  for (int64_t d = 0; d < rank; ++d)
+    if (!llvm::is_contained(dims, d))
+      order.push_back(d);
+  for (int64_t d = 0; d < rank; ++d)
+    if (llvm::is_contained(dims, d))
+      order.push_back(d);
+  SmallVector<AffineExpr> exprs;
+  for (int64_t k = 0; k < rank; ++k) {
+    rowStrides.push_back(strides[order[k]]);
+    perm[order[k]] = k;
+  }
+  for (int64_t j = 0; j < rank; ++j)
+    exprs.push_back(getAffineDimExpr(order[j], ctx));
+  rows.getDefiningOp()->setAttr("tg.strides", b.getDenseI64ArrayAttr(rowStrides));
+  auto op = b.create<tg::RemapOp>(
+      loc, out, rows, AffineMapAttr::get(AffineMap::get(rank, 0, exprs, ctx)),
+      b.getStringAttr("aten::permute"),
+      b.getArrayAttr({tg::OperandRefAttr::get(ctx, 0), b.getDenseI64ArrayAttr(perm)}));
+  setStrides(op, id);
+  values[id] = op.getResult();
+}
+
+bool Importer::importBatchNormTraining(const SegmentNode &node) {
+  // native_batch_norm(input, weight?, bias?, running_mean?, running_var?,
+  //                   training, momentum, eps) -> (out, save_mean, save_invstd)
+  auto tensorArg = [&](size_t i) -> Value {
+    return node.args[i].kind == ArgValue::Tensor ? values.lookup(node.args[i].tensors[0]) : Value();
+  };
+  if (node.args.size() != 8 || node.outputs.size() != 3 || node.args[0].kind != ArgValue::Tensor ||
+      node.args[5].kind != ArgValue::Bool || !node.args[5].b)
+    return false;
+  Value x = tensorArg(0);
+  auto xt = cast<RankedTensorType>(x.getType());
+  int64_t rank = xt.getRank();
+  Type elt = xt.getElementType();
+  if (rank < 2 || !isa<FloatType>(elt) || xt.getNumElements() == 0)
+    return false;
+  // Statistics per channel (dim 1): rows are channels. Half types in float.
+  Type ct = elt.isF16() || elt.isBF16() ? Type(b.getF32Type()) : elt;
+  std::vector<int64_t> dims;
+  for (int64_t d = 0; d < rank; ++d)
+    if (d != 1)
+      dims.push_back(d);
+  auto [rows, count] = toRows(castTo(x, ct), dims);
+  auto t = cast<RankedTensorType>(rows.getType());
+  double n = rowSize(rows, count);
+  Value mean = divide(reduce(rows, "sum", count), n);
+  auto rt = cast<RankedTensorType>(mean.getType());
+  Value xc = b.create<tg::SubOp>(loc, t, rows, bcast(mean, t));
+  Value var = divide(reduce(b.create<tg::MulOp>(loc, t, xc, xc), "sum", count), n);
+  Value invstd = b.create<tg::RsqrtOp>(
+      loc, rt, b.create<tg::AddOp>(loc, rt, var, scalar(node.args[7].d, rt)));
+  Value y = b.create<tg::MulOp>(loc, t, xc, bcast(invstd, t));
+  // A per-channel [C] tensor as the row space's [C, 1, ...].
+  auto perRow = [&](Value v) -> Value {
+    auto vt = cast<RankedTensorType>(v.getType());
+    auto to = RankedTensorType::get(rt.getShape(), vt.getElementType());
+    return castTo(remap(v, to, reshapeMap(vt.getShape(), rt.getShape(), b.getContext())), ct);
+  };
+  if (Value w = tensorArg(1))
+    y = b.create<tg::MulOp>(loc, t, y, bcast(perRow(w), t));
+  if (Value bias = tensorArg(2))
+    y = b.create<tg::AddOp>(loc, t, y, bcast(perRow(bias), t));
+  fromRows(castTo(y, typeOf(node.outputs[0]).getElementType()), dims, node.outputs[0]);
+  finish(mean, node.outputs[1]);
+  finish(invstd, node.outputs[2]);
+  // running = momentum * batch statistic + (1 - momentum) * running, as
+  // ATen orders it; the variance there is unbiased.
+  double momentum = node.args[6].d;
+  auto update = [&](size_t arg, Value stat, double scale) {
+    Value running = tensorArg(arg);
+    if (!running)
+      return;
+    auto runType = cast<RankedTensorType>(running.getType());
+    Value s = stat;
+    if (scale != 1)
+      s = b.create<tg::MulOp>(loc, rt, s, scalar(scale, rt));
+    Value next = b.create<tg::AddOp>(
+        loc, rt, b.create<tg::MulOp>(loc, rt, s, scalar(momentum, rt)),
+        b.create<tg::MulOp>(loc, rt, perRow(running), scalar(1 - momentum, rt)));
+    next = castTo(next, runType.getElementType());
+    next = remap(next, runType, reshapeMap(rt.getShape(), runType.getShape(), b.getContext()));
+    int id = node.args[arg].tensors[0];
+    auto copy = b.create<tg::ExternOp>(
+        loc, TypeRange{runType}, b.getStringAttr("aten::copy_"), ValueRange{running, next},
+        b.getArrayAttr({tg::OperandRefAttr::get(b.getContext(), 0),
+                        tg::OperandRefAttr::get(b.getContext(), 1), b.getBoolAttr(false)}),
+        b.getArrayAttr({b.getDenseI64ArrayAttr(seg.values[id].strides)}));
+    copy->setAttr("mutates", b.getUnitAttr());
+    values[id] = copy.getResult(0);
+  };
+  update(3, mean, 1);
+  update(4, var, n > 1 ? n / (n - 1) : INFINITY);
+  return true;
+}
+
 bool Importer::importRowOp(const SegmentNode &node) {
   std::string q = qualified(node);
   auto tensorArg = [&](size_t i) -> Value {
@@ -477,19 +583,22 @@ bool Importer::importRowOp(const SegmentNode &node) {
   }
   if (q == "aten::_softmax" || q == "aten::_log_softmax") {
     int64_t dim = node.args[1].i < 0 ? node.args[1].i + rank : node.args[1].i;
-    if (dim != rank - 1)
-      return false;
     RankedTensorType out = typeOf(node.outputs[0]);
     Type elt = out.getElementType();
-    Value in = castTo(x, elt);
-    auto t = RankedTensorType::get(xt.getShape(), elt);
+    // Over another dim, the row space has `dim` moved last (a remap).
+    Value in = toRows(castTo(x, elt), {dim}).first;
+    auto t = cast<RankedTensorType>(in.getType());
     Value shifted = b.create<tg::SubOp>(loc, t, in, bcast(reduce(in, "max", 1), t));
     Value e = b.create<tg::ExpOp>(loc, t, shifted);
     Value sum = bcast(reduce(e, "sum", 1), t);
     Value r = q == "aten::_softmax"
                   ? Value(b.create<tg::DivOp>(loc, t, e, sum))
                   : Value(b.create<tg::SubOp>(loc, t, shifted, b.create<tg::LogOp>(loc, t, sum)));
-    finish(r, node.outputs[0]);
+    if (dim == rank - 1) {
+      finish(r, node.outputs[0]);
+      return true;
+    }
+    fromRows(r, {dim}, node.outputs[0]);
     return true;
   }
   bool evalNativeBn = q == "aten::native_batch_norm" && node.args.size() == 8 &&

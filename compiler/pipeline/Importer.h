@@ -35,11 +35,10 @@ public:
   Importer(const Segment &seg, OpBuilder &b, std::string &error)
       : seg(seg), b(b), error(error), loc(b.getUnknownLoc()) {
     planFunctionalization();
-    // A segment that still writes through a buffer keeps every view a real
-    // ATen alias, so the writes stay visible where the program expects them.
-    viewsAsRemaps = true;
-    for (size_t i = 0; i < seg.nodes.size(); ++i)
-      viewsAsRemaps &= !seg.nodes[i].mutates || functional.count(i);
+    // A segment that writes a buffer one of its views aliases keeps every
+    // view a real ATen alias, so the writes stay visible where the program
+    // expects them.
+    viewsAsRemaps = !writesSeenThroughViews();
   }
 
   LogicalResult importNode(const SegmentNode &node);
@@ -63,6 +62,21 @@ private:
   /// ATen view ops (and flip) as tg.remap; false for other forms.
   bool importLayout(const SegmentNode &node);
   Value remap(Value x, RankedTensorType to, AffineMap map);
+  /// embedding, index_select, gather, index.Tensor, scatter_add, cat,
+  /// stack and constant_pad_nd (ImportIndexing.cpp); false for other forms.
+  bool importIndexing(const SegmentNode &node);
+  bool importEmbedding(const SegmentNode &node);
+  bool importIndexSelect(const SegmentNode &node);
+  bool importGather(const SegmentNode &node);
+  bool importAdvancedIndex(const SegmentNode &node);
+  bool importScatterAdd(const SegmentNode &node);
+  bool importConcat(const SegmentNode &node);
+  bool importConstantPad(const SegmentNode &node);
+  /// Index tensor `v` read at every position of `to` through `map`.
+  Value indexAt(Value v, RankedTensorType to, AffineMap map);
+  /// Binds value `id` to a tg.gather of `input`.
+  Value gather(Value input, ValueRange indices, ArrayRef<int64_t> dims, AffineMap map, bool wrap,
+               StringRef origin, int id);
   /// bernoulli_(x, p) on a fresh buffer: 1 with probability p, from
   /// tgc's counter-based RNG (see tg.uniform).
   bool importBernoulli(const SegmentNode &node);
@@ -75,6 +89,12 @@ private:
   /// `x` with the dims `dims` (all when empty) moved last, in order, by a
   /// remap when they are not already trailing; and their number.
   std::pair<Value, int64_t> toRows(Value x, std::vector<int64_t> dims);
+  /// Binds `id` to a row-space result of toRows(_, dims) (sorted,
+  /// non-negative), permuted back.
+  void fromRows(Value rows, ArrayRef<int64_t> dims, int id);
+  /// native_batch_norm in training: batch statistics per channel, the
+  /// normalized result, and the running statistics written back.
+  bool importBatchNormTraining(const SegmentNode &node);
   /// The number of elements in one row of `rows`' last `count` dims.
   double rowSize(Value rows, int64_t count);
   Value divide(Value v, double by);
@@ -94,6 +114,9 @@ private:
   /// buffer they write has no other alias that anyone reads afterwards.
   std::set<size_t> functional;
   void planFunctionalization();
+  /// Whether an ATen call that stays in place writes a buffer that a view
+  /// op of the segment aliases (or writes where import cannot tell).
+  bool writesSeenThroughViews() const;
 
 public:
   /// Imports node `index`: an in-place node in `functional` as its

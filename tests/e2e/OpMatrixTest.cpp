@@ -2,6 +2,8 @@
 // eager and compile to kernels only (no ATen call, no fallback).
 #include "tgc/tgc.h"
 
+#include "tests/e2e/RandomTensors.h"
+
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
@@ -77,13 +79,7 @@ struct Layout {
   std::function<std::pair<torch::Tensor, torch::Tensor>(torch::ScalarType)> make;
 };
 
-torch::Tensor rnd(std::vector<int64_t> shape, torch::ScalarType dt) {
-  if (at::isFloatingType(dt))
-    return (torch::randn(shape) * 2).to(dt);
-  if (dt == torch::kBool)
-    return torch::randint(0, 2, shape).to(dt);
-  return torch::randint(-20, 20, shape).to(dt);
-}
+using tgc::test::rnd;
 
 std::vector<Layout> layouts() {
   return {

@@ -54,5 +54,30 @@ TEST(CpuCodegen, TranscendentalLoopsUseVectorMath) {
   EXPECT_NE(symbols.find("v_erff"), std::string::npos) << symbols;
 }
 
+TEST(CpuCodegen, RowsRunInParallelWithVectorReductions) {
+  // x.sum(-1) over [64, 1 << 17] and [64, 1000]: rows are spread over
+  // OpenMP threads; each row reduces in SIMD lanes (partial sums per lane),
+  // in float for short rows and in double for long ones.
+  for (int64_t n : {int64_t(1000), int64_t(1) << 17}) {
+    Segment s;
+    s.values = {{{64, n}, {n, 1}, DType::Float32}, {{64}, {1}, DType::Float32}};
+    s.inputs = {0};
+    ArgValue x, dims, keep, none;
+    x.kind = ArgValue::Tensor;
+    x.tensors = {0};
+    dims.kind = ArgValue::IntList;
+    dims.ints = {-1};
+    keep.kind = ArgValue::Bool;
+    s.nodes = {{"aten::sum", "dim_IntList", {x, dims, keep, none}, {1}}};
+    s.outputs = {1};
+    PipelineResult r = runPipeline(s);
+    ASSERT_TRUE(r.ok) << r.error;
+    const std::string &src = r.plan.cpuSource;
+    EXPECT_NE(src.find("#pragma omp parallel for"), std::string::npos) << src;
+    EXPECT_NE(src.find("#pragma omp simd reduction(+ : acc)"), std::string::npos) << src;
+    EXPECT_NE(src.find(n > 65536 ? "double acc = 0" : "float acc = 0"), std::string::npos) << src;
+  }
+}
+
 } // namespace
 } // namespace tgc

@@ -93,3 +93,71 @@ func.func @through_remaps(%a: tensor<8x4xf32>) -> (tensor<4x4xf32>, tensor<4x4xf
   %r = tg.relu %s : tensor<4x4xf32>
   return %mm, %r : tensor<4x4xf32>, tensor<4x4xf32>
 }
+
+// -----
+
+// Tests that a gather (embedding) and its consumer are one kernel: the table
+// is a whole-buffer argument read by tgk.load at a checked index, and the
+// index remap is composed into the index input's map.
+// CHECK-LABEL: func.func @embedding
+// CHECK: tgk.kernel "k0" ins(%arg0, %arg1 : tensor<10x6xf32>, tensor<4xi64>)
+// CHECK: ^bb0(%[[W:.*]]: tensor<10x6xf32>, %[[I:.*]]: i64):
+// CHECK: %[[C:.*]] = tgk.check_index %[[I]] {dim = 0 : i64, origin = "aten::embedding", size = 10 : i64, wrap = false}
+// CHECK: %[[L:.*]] = tgk.load %[[W]][%[[C]]]
+// CHECK: arith.mulf %[[L]]
+// CHECK-NOT: tgk.kernel
+func.func @embedding(%w: tensor<10x6xf32>, %ids: tensor<4xi64>) -> tensor<4x6xf32> {
+  %i = tg.remap %ids {map = affine_map<(d0, d1) -> (d0)>} : tensor<4xi64> -> tensor<4x6xi64>
+  %g = tg.gather %w, %i {dims = array<i64: 0>, map = affine_map<(d0, d1) -> (0, d1)>, origin = "aten::embedding"} : (tensor<10x6xf32>, tensor<4x6xi64>) -> tensor<4x6xf32>
+  %c = tg.constant dense<2.0> : tensor<f32>
+  %cb = tg.broadcast %c : tensor<f32> -> tensor<4x6xf32>
+  %r = tg.mul %g, %cb : tensor<4x6xf32>
+  return %r : tensor<4x6xf32>
+}
+
+// -----
+
+// Tests that a concat fuses with its consumer: each piece is loaded at its
+// shifted position and a select on the dim index picks the piece.
+// CHECK-LABEL: func.func @concat
+// CHECK: tgk.kernel "k0" ins(%arg0, %arg1 : tensor<4x3xf32>, tensor<4x5xf32>)
+// CHECK-DAG: %[[B:.*]] = tgk.load %{{.*}}[] {map = #{{.*}}} : tensor<4x5xf32> -> f32
+// CHECK-DAG: %[[A:.*]] = tgk.load %{{.*}}[] {map = #{{.*}}} : tensor<4x3xf32> -> f32
+// CHECK: %[[D:.*]] = tgk.index
+// CHECK: %[[IN:.*]] = arith.cmpi slt, %[[D]], %{{.*}} : i64
+// CHECK: %[[S:.*]] = arith.select %[[IN]], %[[A]], %[[B]] : f32
+// CHECK: arith.maximumf %[[S]]
+// CHECK-NOT: tgk.kernel
+func.func @concat(%a: tensor<4x3xf32>, %b: tensor<4x5xf32>) -> tensor<4x8xf32> {
+  %c = tg.concat %a, %b {dim = 1 : i64} : (tensor<4x3xf32>, tensor<4x5xf32>) -> tensor<4x8xf32>
+  %r = tg.relu %c : tensor<4x8xf32>
+  return %r : tensor<4x8xf32>
+}
+
+// -----
+
+// Tests that a pad reads its input only inside the unpadded box and yields
+// the padding value elsewhere.
+// CHECK-LABEL: func.func @pad
+// CHECK: tgk.kernel "k0" ins(%arg0 : tensor<4x8xf32>) {{.*}} iteration_shape = array<i64: 4, 11>
+// CHECK: %[[GE:.*]] = arith.cmpi sge
+// CHECK: %[[LT:.*]] = arith.cmpi slt
+// CHECK: %[[IN:.*]] = arith.andi %[[GE]], %[[LT]] : i1
+// CHECK: %[[L:.*]] = tgk.load
+// CHECK: %[[V:.*]] = arith.constant 5.000000e-01 : f32
+// CHECK: arith.select %[[IN]], %[[L]], %[[V]] : f32
+func.func @pad(%a: tensor<4x8xf32>) -> tensor<4x11xf32> {
+  %p = tg.pad %a {low = array<i64: 0, 1>, high = array<i64: 0, 2>, value = 0.5 : f32} : tensor<4x8xf32> -> tensor<4x11xf32>
+  return %p : tensor<4x11xf32>
+}
+
+// -----
+
+// Tests that scatter_add becomes its own kernel over self, index and src.
+// CHECK-LABEL: func.func @scatter
+// CHECK: tgk.scatter_add_kernel "k0"(%arg0, %arg1, %arg2) {dim = 0 : i64
+// CHECK-SAME: -> tensor<5x3xf32>
+func.func @scatter(%s: tensor<5x3xf32>, %i: tensor<8x3xi64>, %src: tensor<8x3xf32>) -> tensor<5x3xf32> {
+  %r = tg.scatter_add %s, %i, %src {dim = 0 : i64} : (tensor<5x3xf32>, tensor<8x3xi64>, tensor<8x3xf32>) -> tensor<5x3xf32>
+  return %r : tensor<5x3xf32>
+}

@@ -96,3 +96,48 @@ func.func @remap_bounds(%a: tensor<4x8xf32>) -> tensor<4x8xf32> {
   %r = tg.remap %a {map = affine_map<(d0, d1) -> (d0, d1 + 1)>} : tensor<4x8xf32> -> tensor<4x8xf32>
   return %r : tensor<4x8xf32>
 }
+
+// -----
+
+// Tests that a gather needs one integer index tensor of the result's shape per gathered dim.
+func.func @gather_index_shape(%w: tensor<10x6xf32>, %i: tensor<4xi64>) -> tensor<4x6xf32> {
+  // expected-error @+1 {{index 0 must be an integer tensor of the result's shape}}
+  %g = tg.gather %w, %i {dims = array<i64: 0>, map = affine_map<(d0, d1) -> (0, d1)>} : (tensor<10x6xf32>, tensor<4xi64>) -> tensor<4x6xf32>
+  return %g : tensor<4x6xf32>
+}
+
+// -----
+
+// Tests that a gathered dim must be a dim of the input.
+func.func @gather_dim(%w: tensor<10x6xf32>, %i: tensor<4x6xi64>) -> tensor<4x6xf32> {
+  // expected-error @+1 {{gathered dim 2 is not a dim of the rank-2 input}}
+  %g = tg.gather %w, %i {dims = array<i64: 2>, map = affine_map<(d0, d1) -> (0, d1)>} : (tensor<10x6xf32>, tensor<4x6xi64>) -> tensor<4x6xf32>
+  return %g : tensor<4x6xf32>
+}
+
+// -----
+
+// Tests that concat pieces must add up to the result along dim.
+func.func @concat_sizes(%a: tensor<4x3xf32>, %b: tensor<4x5xf32>) -> tensor<4x9xf32> {
+  // expected-error @+1 {{inputs add up to 8 along dim 1, the result has 9}}
+  %c = tg.concat %a, %b {dim = 1 : i64} : (tensor<4x3xf32>, tensor<4x5xf32>) -> tensor<4x9xf32>
+  return %c : tensor<4x9xf32>
+}
+
+// -----
+
+// Tests that pad rejects negative padding (import crops with a remap first).
+func.func @pad_negative(%a: tensor<4x8xf32>) -> tensor<4x7xf32> {
+  // expected-error @+1 {{padding must be non-negative}}
+  %p = tg.pad %a {low = array<i64: 0, -1>, high = array<i64: 0, 0>, value = 0.0 : f32} : tensor<4x8xf32> -> tensor<4x7xf32>
+  return %p : tensor<4x7xf32>
+}
+
+// -----
+
+// Tests that scatter_add's index may not be larger than self outside dim.
+func.func @scatter_shape(%s: tensor<5x3xf32>, %i: tensor<8x4xi64>, %src: tensor<8x4xf32>) -> tensor<5x3xf32> {
+  // expected-error @+1 {{index is larger than self in dim 1}}
+  %r = tg.scatter_add %s, %i, %src {dim = 0 : i64} : (tensor<5x3xf32>, tensor<8x4xi64>, tensor<8x4xf32>) -> tensor<5x3xf32>
+  return %r : tensor<5x3xf32>
+}

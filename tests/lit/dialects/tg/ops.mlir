@@ -61,3 +61,19 @@ func.func @remaps(%a: tensor<4x8xf32>) -> (tensor<8x4xf32>, tensor<4x8xf32>) {
   %f = tg.remap %a {map = affine_map<(d0, d1) -> (-d0 + 3, d1)>} : tensor<4x8xf32> -> tensor<4x8xf32>
   return %t, %f : tensor<8x4xf32>, tensor<4x8xf32>
 }
+
+// -----
+
+// Tests that gather, concat, pad and scatter_add round-trip.
+// CHECK-LABEL: func.func @indexing
+func.func @indexing(%w: tensor<10x6xf32>, %i: tensor<4x6xi64>, %a: tensor<4x6xf32>, %s: tensor<10x6xf32>) -> (tensor<4x6xf32>, tensor<8x6xf32>, tensor<4x9xf32>, tensor<10x6xf32>) {
+  // CHECK: tg.gather %{{.*}}, %{{.*}} {dims = array<i64: 0>, map = #{{.*}}, origin = "aten::embedding", wrap = true} : (tensor<10x6xf32>, tensor<4x6xi64>) -> tensor<4x6xf32>
+  %g = tg.gather %w, %i {dims = array<i64: 0>, map = affine_map<(d0, d1) -> (0, d1)>, origin = "aten::embedding", wrap = true} : (tensor<10x6xf32>, tensor<4x6xi64>) -> tensor<4x6xf32>
+  // CHECK: tg.concat %{{.*}}, %{{.*}} {dim = 0 : i64} : (tensor<4x6xf32>, tensor<4x6xf32>) -> tensor<8x6xf32>
+  %c = tg.concat %g, %a {dim = 0 : i64} : (tensor<4x6xf32>, tensor<4x6xf32>) -> tensor<8x6xf32>
+  // CHECK: tg.pad %{{.*}} {high = array<i64: 0, 2>, low = array<i64: 0, 1>, value = 1.500000e+00 : f32} : tensor<4x6xf32> -> tensor<4x9xf32>
+  %p = tg.pad %a {low = array<i64: 0, 1>, high = array<i64: 0, 2>, value = 1.5 : f32} : tensor<4x6xf32> -> tensor<4x9xf32>
+  // CHECK: tg.scatter_add %{{.*}}, %{{.*}}, %{{.*}} {dim = 0 : i64}
+  %r = tg.scatter_add %s, %i, %a {dim = 0 : i64} : (tensor<10x6xf32>, tensor<4x6xi64>, tensor<4x6xf32>) -> tensor<10x6xf32>
+  return %g, %c, %p, %r : tensor<4x6xf32>, tensor<8x6xf32>, tensor<4x9xf32>, tensor<10x6xf32>
+}

@@ -102,6 +102,32 @@ static std::string signature(StringRef name, TypeRange inputs, TypeRange results
   return src;
 }
 
+/// Loops over an iteration space of rank >= 2 as rows of its last dim:
+/// rows in parallel, the outer indices decomposed once per row, and the last
+/// dim as the SIMD loop. Every buffer's offset is then affine in `j`, with
+/// stride 1 for contiguous buffers and 0 for broadcast ones, so loads stay
+/// plain vector loads (a flat loop would need a gather per broadcast read,
+/// which the vectorizer's cost model may refuse).
+static std::string rowLoops(ArrayRef<int64_t> shape, const std::string &body) {
+  int64_t last = shape.back(), rank = shape.size();
+  int64_t rows = 1;
+  for (int64_t d = 0; d + 1 < rank; ++d)
+    rows *= shape[d];
+  std::string src = fmt::format("#pragma omp parallel for schedule(static) if ({}LL >= 16384)\n",
+                                rows * last);
+  src += fmt::format("  for (long long o = 0; o < {}LL; ++o) {{\n    long long rem = o;\n", rows);
+  for (int64_t d = rank - 2; d > 0; --d)
+    src += fmt::format("    const long long idx{0} = rem % {1}LL; rem /= {1}LL;\n", d,
+                       std::max<int64_t>(shape[d], 1));
+  src += "    const long long idx0 = rem;\n";
+  src += "#pragma omp simd\n";
+  src += fmt::format("    for (long long j = 0; j < {}LL; ++j) {{\n", last);
+  src += fmt::format("      const long long i = o * {}LL + j;\n", last);
+  src += fmt::format("      const long long idx{} = j;\n", rank - 1);
+  src += body + "    }\n  }\n";
+  return src;
+}
+
 std::string emitCpuKernel(tgk::KernelOp kernel, std::string &error) {
   const int64_t n = kernel.getNumIterations();
   int64_t chunk = 4096;
@@ -114,6 +140,9 @@ std::string emitCpuKernel(tgk::KernelOp kernel, std::string &error) {
   if (failed(detail::emitBody(kernel, Target::Cpu, ix.inputs,
                               ix.results, body, error)))
     return "";
+  ArrayRef<int64_t> shape = kernel.getIterationShape();
+  if (shape.size() >= 2 && shape.back() >= 16 && n / shape.back() >= 4)
+    return src + rowLoops(shape, body) + "}\n";
   // Outer chunks run in parallel once there is enough work; the inner loop
   // is a plain counted loop the compiler vectorizes.
   src += fmt::format("  const long long n = {}LL;\n", n);

@@ -3,10 +3,12 @@
 
 #include "compiler/capture/Tracer.h"
 #include "compiler/pipeline/Pipeline.h"
+#include "compiler/training/Partition.h"
 #include "runtime/ArtifactCache.h"
 #include "runtime/Counters.h"
 #include "runtime/Executor.h"
 #include "runtime/Log.h"
+#include "runtime/TrainingGraph.h"
 
 #include <ATen/core/grad_mode.h>
 #include <c10/util/Exception.h>
@@ -37,6 +39,9 @@ Stats stats() {
   s.unshared_bytes = c.unsharedBytes;
   s.captures = c.captures;
   s.pipelines_run = c.pipelinesRun;
+  s.training_graphs = c.trainingGraphs;
+  s.saved_activation_bytes = c.savedBytes;
+  s.recomputed_ops = c.recomputedOps;
   return s;
 }
 
@@ -53,6 +58,9 @@ std::vector<detail::Engine *> &registry() {
 struct Entry {
   /// Single-segment captures replay this plan without running user code.
   std::shared_ptr<CompiledGraph> graph;
+  /// ... or, when something requires grad, this forward/backward pair.
+  std::shared_ptr<const TrainingGraph> training;
+  std::vector<bool> liftedGrad; ///< requires_grad of the lifted tensors when captured
   std::vector<at::Tensor> lifted;    ///< captured tensors, extra inputs
   std::vector<TensorSpec> liftedSpecs; ///< their layout when captured
   /// Captures with graph breaks re-run the user code each call, tracing
@@ -106,28 +114,43 @@ void dumpDebug(const PipelineResult &r, const Segment &seg) {
     std::ofstream(stem + ".k" + std::to_string(i) + ".cu") << r.plan.cudaSources[i];
 }
 
-/// Compiled segments by structural key, shared by every engine: the same
-/// graph reached from two callables (or twice lazily) compiles once.
-class SegmentCache {
+/// Values built once per key and shared by every engine. Concurrent misses
+/// may each build; the first value stored wins.
+template <class V> class Memo {
 public:
-  std::shared_ptr<CompiledGraph> get(const Segment &seg) {
-    std::string key = seg.structuralKey();
+  /// The value of `key`, built by `build()` on a miss; `hit()` runs on hits.
+  template <class Build, class Hit> V get(const std::string &key, Build build, Hit hit) {
     {
       std::lock_guard<std::mutex> lock(mutex_);
-      auto it = graphs_.find(key);
-      if (it != graphs_.end()) {
-        counters().cacheHitsMemory++;
+      auto it = values_.find(key);
+      if (it != values_.end()) {
+        hit();
         return it->second;
       }
     }
-    std::shared_ptr<CompiledGraph> g = compile(seg);
+    V v = build();
     std::lock_guard<std::mutex> lock(mutex_);
-    return graphs_.emplace(key, g).first->second;
+    return values_.emplace(key, std::move(v)).first->second;
   }
   void clear() {
     std::lock_guard<std::mutex> lock(mutex_);
-    graphs_.clear();
+    values_.clear();
   }
+
+private:
+  std::mutex mutex_;
+  std::unordered_map<std::string, V> values_;
+};
+
+/// Compiled segments by structural key: the same graph reached from two
+/// callables (or twice lazily) compiles once.
+class SegmentCache {
+public:
+  std::shared_ptr<CompiledGraph> get(const Segment &seg) {
+    return graphs_.get(seg.structuralKey(), [&] { return compile(seg); },
+                       [] { counters().cacheHitsMemory++; });
+  }
+  void clear() { graphs_.clear(); }
 
 private:
   /// The graph layer key of a segment.
@@ -181,8 +204,7 @@ private:
     TORCH_CHECK(g, "tgc: cannot run a captured segment: ", error);
     return g;
   }
-  std::mutex mutex_;
-  std::unordered_map<std::string, std::shared_ptr<CompiledGraph>> graphs_;
+  Memo<std::shared_ptr<CompiledGraph>> graphs_;
 };
 
 SegmentCache &segmentCache() {
@@ -190,8 +212,83 @@ SegmentCache &segmentCache() {
   return cache;
 }
 
+/// Whether a graph on `inputs` must be differentiable.
+bool needsTraining(const std::vector<at::Tensor> &inputs) {
+  if (!at::GradMode::is_enabled())
+    return false;
+  for (const at::Tensor &t : inputs)
+    if (t.defined() && t.requires_grad())
+      return true;
+  return false;
+}
+
+/// Training graphs by segment and requires_grad pattern: a joint graph from
+/// autograd, partitioned by the min-cut, both halves compiled (and cached
+/// like any graph). Null with `error` when autograd cannot run on the graph.
+class TrainingCache {
+public:
+  std::shared_ptr<const TrainingGraph> get(const Segment &seg, const std::vector<at::Tensor> &inputs,
+                                           std::string &error) {
+    std::vector<bool> grad;
+    std::string key = seg.structuralKey() + "|grad:";
+    for (const at::Tensor &t : inputs) {
+      grad.push_back(t.requires_grad());
+      key += t.requires_grad() ? '1' : '0';
+    }
+    auto g = graphs_.get(key, [&] { return build(seg, grad, error); }, [] {});
+    if (!g && error.empty())
+      error = "an earlier attempt on this graph failed (TGC_LOG=fallbacks said why)";
+    return g;
+  }
+  void clear() { graphs_.clear(); }
+
+private:
+  static std::shared_ptr<const TrainingGraph> build(const Segment &seg, const std::vector<bool> &grad,
+                                                    std::string &error) {
+    JointGraph joint;
+    if (!buildJointGraph(seg, grad, joint, error))
+      return nullptr;
+    TrainingPartition p = partitionJoint(joint);
+    auto g = std::make_shared<TrainingGraph>();
+    g->forward = segmentCache().get(p.forward);
+    g->backward = segmentCache().get(p.backward);
+    g->numPrimals = seg.inputs.size();
+    g->numOutputs = p.numOutputs;
+    for (const BackwardSource &b : p.backwardInputs)
+      g->backwardInputs.push_back({TrainingGraph::Source::Kind(b.kind), b.index});
+    g->tangentOf = p.tangentOf;
+    g->gradOf = p.gradOf;
+    g->savedBytes = p.savedBytes;
+    counters().trainingGraphs++;
+    counters().savedBytes = p.savedBytes;
+    counters().recomputedOps = p.recomputedNodes;
+    log("training", "training graph: forward " + std::to_string(p.forward.nodes.size()) +
+                        " ops, backward " + std::to_string(p.backward.nodes.size()) + " ops (" +
+                        std::to_string(p.recomputedNodes) + " recomputed), " +
+                        std::to_string(p.savedBytes) + " bytes saved");
+    return g;
+  }
+  Memo<std::shared_ptr<const TrainingGraph>> graphs_;
+};
+
+TrainingCache &trainingCache() {
+  static TrainingCache cache;
+  return cache;
+}
+
 std::vector<at::Tensor> runSegment(const Segment &seg,
                                    const std::vector<at::Tensor> &inputs) {
+  if (needsTraining(inputs)) {
+    std::string error;
+    if (auto g = trainingCache().get(seg, inputs, error))
+      return applyTraining(g, inputs);
+    // Op by op through the dispatcher: autograd records every op.
+    log("fallbacks", "segment runs op by op through ATen for autograd: " + error);
+    counters().eagerFallbacks++;
+    std::shared_ptr<CompiledGraph> ops = CompiledGraph::load(seg.toExternPlan(), error);
+    TORCH_CHECK(ops, "tgc: cannot run a captured segment: ", error);
+    return ops->run(inputs);
+  }
   return segmentCache().get(seg)->run(inputs);
 }
 
@@ -217,8 +314,6 @@ struct detail::Engine::Impl {
     for (const at::Tensor &t : inputs) {
       if (!t.defined() || t.device().str() != device)
         return "inputs are undefined or on different devices";
-      if (at::GradMode::is_enabled() && t.requires_grad())
-        return "an input requires grad; compiled training is not implemented yet";
     }
     return "";
   }
@@ -254,23 +349,25 @@ detail::Engine::Impl::capture(const std::vector<at::Tensor> &inputs,
     entry.lazy = true;
     return reals;
   }
-  if (at::GradMode::is_enabled())
-    for (const at::Tensor &t : ctx.lifted())
-      if (t.requires_grad()) {
-        entry.reason = "a captured tensor requires grad; compiled training is "
-                       "not implemented yet";
-        break;
-      }
-  if (!entry.reason.empty()) {
-    counters().eagerFallbacks++;
-    return body(inputs);
-  }
-  entry.graph = segmentCache().get(ctx.segment());
   entry.lifted = ctx.lifted();
-  for (const at::Tensor &t : entry.lifted)
+  for (const at::Tensor &t : entry.lifted) {
     entry.liftedSpecs.push_back(specOf(t));
+    entry.liftedGrad.push_back(t.requires_grad());
+  }
   std::vector<at::Tensor> all = inputs;
   all.insert(all.end(), entry.lifted.begin(), entry.lifted.end());
+  if (needsTraining(all)) {
+    std::string error;
+    entry.training = trainingCache().get(ctx.segment(), all, error);
+    if (!entry.training) {
+      entry.reason = "compiled training is unavailable for this graph: " + error;
+      log("fallbacks", "running eagerly: " + entry.reason);
+      counters().eagerFallbacks++;
+      return body(inputs);
+    }
+    return applyTraining(entry.training, all);
+  }
+  entry.graph = segmentCache().get(ctx.segment());
   return entry.graph->run(all);
 }
 
@@ -299,15 +396,17 @@ detail::Engine::call(const std::vector<at::Tensor> &inputs,
     auto it = impl_->entries.find(key);
     if (it != impl_->entries.end()) {
       entry = it->second;
-      // A captured tensor resized or re-strided since: capture again.
-      for (size_t i = 0; entry->graph && i < entry->lifted.size(); ++i)
-        if (!sameSpec(specOf(entry->lifted[i]), entry->liftedSpecs[i])) {
+      // A captured tensor resized, re-strided or (un)frozen since: capture again.
+      bool replays = entry->graph || entry->training;
+      for (size_t i = 0; replays && i < entry->lifted.size(); ++i)
+        if (!sameSpec(specOf(entry->lifted[i]), entry->liftedSpecs[i]) ||
+            entry->lifted[i].requires_grad() != entry->liftedGrad[i]) {
           entry = nullptr;
           break;
         }
     }
     if (entry) {
-      if (entry->graph)
+      if (entry->graph || entry->training)
         counters().cacheHitsMemory++;
     } else if (impl_->compiles >= impl_->options.recompile_limit) {
       if (!impl_->limitLogged)
@@ -347,10 +446,10 @@ detail::Engine::call(const std::vector<at::Tensor> &inputs,
       throw;
     }
   }
-  if (entry->graph) {
+  if (entry->graph || entry->training) {
     std::vector<at::Tensor> all = inputs;
     all.insert(all.end(), entry->lifted.begin(), entry->lifted.end());
-    return entry->graph->run(all);
+    return entry->training ? applyTraining(entry->training, all) : entry->graph->run(all);
   }
   if (entry->lazy) {
     Entry scratch;
@@ -367,6 +466,7 @@ void reset() {
       e->clear();
   }
   segmentCache().clear();
+  trainingCache().clear();
   Counters &c = counters();
   c.graphsCompiled = 0;
   c.kernelsCompiled = 0;
@@ -380,6 +480,9 @@ void reset() {
   c.viewCalls = 0;
   c.captures = 0;
   c.pipelinesRun = 0;
+  c.trainingGraphs = 0;
+  c.savedBytes = 0;
+  c.recomputedOps = 0;
 }
 
 void detail::Engine::clear() {

@@ -22,6 +22,9 @@ struct Counters {
   std::atomic<int64_t> unsharedBytes{0}; ///< the same buffers without reuse
   std::atomic<int64_t> captures{0}; ///< times user code ran under the tracer
   std::atomic<int64_t> pipelinesRun{0}; ///< MLIR pipelines run (graph-layer misses)
+  std::atomic<int64_t> trainingGraphs{0};
+  std::atomic<int64_t> savedBytes{0};  ///< of the training graph built last
+  std::atomic<int64_t> recomputedOps{0}; ///< of the training graph built last
 };
 
 /// The one instance, shared by the compiler and the runtime.

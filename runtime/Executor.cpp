@@ -141,7 +141,8 @@ std::shared_ptr<CompiledGraph> CompiledGraph::loadWith(Plan plan,
       for (const ArgValue &a : p.externs[st.index].args)
         for (int v : a.tensors)
           if (v >= 0) use(v, s);
-      for (int v : p.externs[st.index].outputs) use(v, s);
+      for (int v : p.externs[st.index].outputs)
+        if (v >= 0) use(v, s);
     }
   }
   std::unordered_set<int> keep(p.outputs.begin(), p.outputs.end());
@@ -184,8 +185,8 @@ void CompiledGraph::runKernel(const KernelStep &k,
   }
 }
 
-static c10::IValue toIValue(const ArgValue &a, const c10::Argument &schemaArg,
-                            const std::vector<at::Tensor> &values) {
+c10::IValue argToIValue(const ArgValue &a, const c10::Argument &schemaArg,
+                        const std::vector<at::Tensor> &values) {
   switch (a.kind) {
   case ArgValue::None: return c10::IValue();
   case ArgValue::Bool: return a.b;
@@ -193,6 +194,12 @@ static c10::IValue toIValue(const ArgValue &a, const c10::Argument &schemaArg,
   case ArgValue::Double: return a.d;
   case ArgValue::String: return a.s;
   case ArgValue::IntList: return a.ints;
+  case ArgValue::BoolList: {
+    c10::List<bool> bools;
+    for (int64_t v : a.ints)
+      bools.push_back(v != 0);
+    return bools;
+  }
   case ArgValue::DoubleList: return a.doubles;
   case ArgValue::Device: return c10::Device(a.s);
   case ArgValue::Tensor: return values[a.tensors[0]];
@@ -228,7 +235,7 @@ void CompiledGraph::runExtern(size_t index,
   std::vector<c10::IValue> stack;
   stack.reserve(e.args.size());
   for (size_t i = 0; i < e.args.size(); ++i)
-    stack.push_back(toIValue(e.args[i], schemaArgs[i], values));
+    stack.push_back(argToIValue(e.args[i], schemaArgs[i], values));
   op.callBoxed(&stack);
   if (isView_[index])
     counters().viewCalls++;
@@ -247,6 +254,8 @@ void CompiledGraph::runExtern(size_t index,
               " returned ", results.size(), " tensors, the plan expects ",
               e.outputs.size());
   for (size_t i = 0; i < e.outputs.size(); ++i) {
+    if (e.outputs[i] < 0)
+      continue; // a result the op leaves undefined (backward ops' output_mask)
     at::Tensor t = results[i];
     const TensorSpec &s = plan_.values[e.outputs[i]];
     TORCH_CHECK(t.sizes() == c10::IntArrayRef(s.sizes) &&

@@ -24,6 +24,11 @@ bool fromScalarType(at::ScalarType s, DType &out);
 /// one element (the others never index anything).
 bool fitsSpec(const at::Tensor &t, const TensorSpec &spec);
 
+/// The IValue of argument `a` of a recorded ATen call, tensors taken from
+/// `values` by value id (shared by the executor and training's replay).
+c10::IValue argToIValue(const ArgValue &a, const c10::Argument &schemaArg,
+                        const std::vector<at::Tensor> &values);
+
 /// A Plan with its kernels compiled and loaded, ready to run many times.
 class CompiledGraph {
 public:

@@ -16,8 +16,7 @@ static int64_t elementSize(DType t) {
   return 8;
 }
 
-/// Bytes spanned by a strided buffer.
-static int64_t spanBytes(const TensorSpec &s) {
+int64_t spanBytes(const TensorSpec &s) {
   int64_t span = 1;
   for (size_t d = 0; d < s.sizes.size(); ++d) {
     if (s.sizes[d] == 0)

@@ -16,6 +16,9 @@
 
 namespace tgc {
 
+/// Bytes spanned by a strided buffer of `s`'s layout (0 when empty).
+int64_t spanBytes(const TensorSpec &s);
+
 struct MemoryPlan {
   /// Byte offset of each value in the arena, or -1 when it is allocated on
   /// its own (inputs, outputs, results of ATen calls, buffers an ATen call

@@ -45,7 +45,10 @@ std::string Plan::str() const {
       os << "  extern " << e.op << (e.overload.empty() ? "" : ".")
          << e.overload << " -> ";
       for (size_t i = 0; i < e.outputs.size(); ++i) {
-        os << (i ? ", " : "") << "%" << e.outputs[i] << ":";
+        os << (i ? ", " : "") << "%" << e.outputs[i];
+        if (e.outputs[i] < 0)
+          continue;
+        os << ":";
         printSpec(os, values[e.outputs[i]]);
       }
     }

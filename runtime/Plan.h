@@ -36,6 +36,7 @@ struct ArgValue {
     Tensor,       ///< `tensors[0]` is a value id
     TensorList,   ///< `tensors` are value ids; -1 is None (optional lists)
     ScalarTensor, ///< a wrapped number: `d` or `i` (per `isFloat`) of `dtype`
+    BoolList,     ///< `ints` holds 0/1 (bool[3] output masks of backward ops)
   } kind = None;
   bool b = false;
   bool isFloat = false;

@@ -30,7 +30,7 @@ void writeArg(Writer &w, const ArgValue &a) {
 ArgValue readArg(Reader &r) {
   ArgValue a;
   uint8_t kind = r.u8();
-  if (kind > ArgValue::ScalarTensor)
+  if (kind > ArgValue::BoolList)
     throw std::runtime_error("bad argument kind");
   a.kind = ArgValue::Kind(kind);
   a.b = r.u8();
@@ -164,7 +164,7 @@ bool deserializePlan(const std::string &data, Plan &p, std::string &error) {
         checkIds(a.tensors, nv, /*allowNone=*/true);
       }
       e.outputs = r.ids();
-      checkIds(e.outputs, nv);
+      checkIds(e.outputs, nv, /*allowNone=*/true);
     }
     for (const Step &s : p.steps) {
       size_t n = s.kind == Step::Kernel ? p.kernels.size() : p.externs.size();

@@ -19,7 +19,7 @@ struct SegmentNode {
   std::string op;       ///< "aten::mul"
   std::string overload; ///< "Tensor"
   std::vector<ArgValue> args;
-  std::vector<int> outputs; ///< value ids
+  std::vector<int> outputs; ///< value ids; -1 for a result left undefined
   bool mutates = false;     ///< the schema writes to an argument
 };
 

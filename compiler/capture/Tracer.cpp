@@ -166,6 +166,14 @@ TraceContext::makeInputs(const std::vector<at::Tensor> &inputs) {
   return tracers;
 }
 
+std::vector<at::Tensor> TraceContext::addInputs(const std::vector<at::Tensor> &like) {
+  TORCH_CHECK(inputsReal_.size() == userInputs_,
+              "tgc: internal error: inputs added after a lifted tensor");
+  std::vector<at::Tensor> tracers = makeInputs(like);
+  userInputs_ = inputsReal_.size();
+  return tracers;
+}
+
 int TraceContext::lift(const at::Tensor &real, const void *key) {
   auto it = liftedIds_.find(key);
   if (it != liftedIds_.end())
@@ -276,6 +284,12 @@ std::vector<at::Tensor> TraceContext::finish(const std::vector<at::Tensor> &outp
 }
 
 bool isTracer(const at::Tensor &t) { return asTracer(t) != nullptr; }
+
+struct UntracedScope::Impl {
+  OutsideTrace outside;
+};
+UntracedScope::UntracedScope() : impl_(new Impl) {}
+UntracedScope::~UntracedScope() { delete impl_; }
 
 //===----------------------------------------------------------------------===//
 // TraceGuard
@@ -391,6 +405,10 @@ ArgValue recordArg(TraceContext &ctx, c10::IValue &v, const c10::Argument &arg,
   } else if (v.isIntList()) {
     a.kind = ArgValue::IntList;
     a.ints = v.toIntVector();
+  } else if (v.isBoolList()) {
+    a.kind = ArgValue::BoolList;
+    for (bool x : v.toBoolList())
+      a.ints.push_back(x);
   } else if (v.isDoubleList()) {
     a.kind = ArgValue::DoubleList;
     a.doubles = v.toDoubleVector();
@@ -550,6 +568,10 @@ void traceOp(TraceContext &ctx, const c10::OperatorHandle &op,
                                  ", a value the host must read");
   for (size_t j = 0, i = base; i < stack->size(); ++j, ++i) {
     c10::IValue &r = (*stack)[i];
+    if (r.isTensor() && !r.toTensor().defined()) {
+      node.outputs.push_back(-1); // a result the op leaves undefined (output_mask)
+      continue;
+    }
     if (r.isTensor()) {
       at::Tensor meta = r.toTensor();
       int id = ctx.addValue(meta);

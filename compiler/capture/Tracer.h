@@ -59,6 +59,10 @@ public:
   /// Tracer tensors standing for `inputs` (graph inputs, in order).
   std::vector<at::Tensor> makeInputs(const std::vector<at::Tensor> &inputs);
 
+  /// Tracers for graph inputs added after the user's inputs (training's
+  /// tangents): unlike makeInputs, lifted() does not count them.
+  std::vector<at::Tensor> addInputs(const std::vector<at::Tensor> &like);
+
   /// The value id of `t` in the current segment: a tracer of it, or a real
   /// tensor (or a tracer materialized by an earlier segment) lifted as an
   /// extra graph input (parameters, tensors captured by a lambda).
@@ -121,6 +125,21 @@ public:
 
 private:
   TraceContext *previous_;
+  struct Impl;
+  Impl *impl_;
+};
+
+/// Inside a capture, ATen calls on real tensors (building a wrapped number,
+/// say) while alive: the dispatch keys of the code around the outermost
+/// capture are restored.
+class UntracedScope {
+public:
+  UntracedScope();
+  ~UntracedScope();
+  UntracedScope(const UntracedScope &) = delete;
+  UntracedScope &operator=(const UntracedScope &) = delete;
+
+private:
   struct Impl;
   Impl *impl_;
 };

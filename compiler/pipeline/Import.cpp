@@ -219,6 +219,10 @@ FailureOr<Attribute> Importer::externArg(const ArgValue &a,
   case ArgValue::Double: return Attribute(b.getF64FloatAttr(a.d));
   case ArgValue::String: return Attribute(b.getStringAttr(a.s));
   case ArgValue::IntList: return Attribute(b.getDenseI64ArrayAttr(a.ints));
+  case ArgValue::BoolList: {
+    SmallVector<bool> bools(a.ints.begin(), a.ints.end());
+    return Attribute(b.getDenseBoolArrayAttr(bools));
+  }
   case ArgValue::DoubleList: return Attribute(b.getDenseF64ArrayAttr(a.doubles));
   case ArgValue::Device: return Attribute(tg::DeviceAttr::get(b.getContext(), a.s));
   case ArgValue::Tensor: return ref(a.tensors[0]);
@@ -254,7 +258,12 @@ LogicalResult Importer::importExtern(const SegmentNode &node) {
   }
   SmallVector<Type> types;
   SmallVector<Attribute> strides;
-  for (int id : node.outputs) {
+  SmallVector<int64_t> undefined; // results the op leaves undefined
+  for (auto [pos, id] : llvm::enumerate(node.outputs)) {
+    if (id < 0) {
+      undefined.push_back(pos);
+      continue;
+    }
     types.push_back(typeOf(id));
     strides.push_back(b.getDenseI64ArrayAttr(seg.values[id].strides));
   }
@@ -263,13 +272,19 @@ LogicalResult Importer::importExtern(const SegmentNode &node) {
                                    b.getArrayAttr(strides));
   if (node.mutates)
     op->setAttr("mutates", b.getUnitAttr());
-  for (auto [id, r] : llvm::zip(node.outputs, op.getResults()))
-    values[id] = r;
+  if (!undefined.empty())
+    op->setAttr("undefined_results", b.getDenseI64ArrayAttr(undefined));
+  auto result = op.getResults().begin();
+  for (int id : node.outputs)
+    if (id >= 0)
+      values[id] = *result++;
   return success();
 }
 
 static bool computable(const Segment &seg, const SegmentNode &node) {
   auto ok = [&](int id) {
+    if (id < 0)
+      return true;
     DType t = seg.values[id].dtype;
     return t != DType::UInt8;
   };
@@ -336,6 +351,8 @@ void Importer::planFunctionalization() {
   for (const SegmentNode &n : seg.nodes)
     if (isAliasing(n) && !n.args.empty() && n.args[0].kind == ArgValue::Tensor)
       for (int out : n.outputs) {
+        if (out < 0)
+          continue;
         if (splits.count(n.op))
           partOf.push_back({out, n.args[0].tensors[0]});
         else
@@ -356,7 +373,8 @@ void Importer::planFunctionalization() {
   std::vector<int64_t> defined(seg.values.size(), -1);
   for (size_t i = 0; i < seg.nodes.size(); ++i)
     for (int out : seg.nodes[i].outputs)
-      defined[out] = i;
+      if (out >= 0)
+        defined[out] = i;
   for (size_t i = 0; i < seg.nodes.size(); ++i) {
     const SegmentNode &n = seg.nodes[i];
     if (!n.mutates || !functionalizable(n))
@@ -484,6 +502,8 @@ bool Importer::writesSeenThroughViews() const {
 }
 
 LogicalResult Importer::importNode(const SegmentNode &node) {
+  if (llvm::is_contained(node.outputs, -1))
+    return importExtern(node); // a backward op with a masked-out result
   if (isBatchNormTraining(node) && importBatchNormTraining(node))
     return success();
   if (!computable(seg, node))

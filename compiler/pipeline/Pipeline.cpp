@@ -152,6 +152,9 @@ FailureOr<ArgValue> PlanBuilder::argOf(Attribute a, tg::ExternOp e) {
   } else if (auto il = dyn_cast<DenseI64ArrayAttr>(a)) {
     v.kind = ArgValue::IntList;
     v.ints.assign(il.asArrayRef().begin(), il.asArrayRef().end());
+  } else if (auto bl = dyn_cast<DenseBoolArrayAttr>(a)) {
+    v.kind = ArgValue::BoolList;
+    v.ints.assign(bl.asArrayRef().begin(), bl.asArrayRef().end());
   } else if (auto dl = dyn_cast<DenseF64ArrayAttr>(a)) {
     v.kind = ArgValue::DoubleList;
     v.doubles.assign(dl.asArrayRef().begin(), dl.asArrayRef().end());
@@ -192,8 +195,14 @@ LogicalResult PlanBuilder::addExtern(tg::ExternOp e) {
       return failure();
     step.args.push_back(std::move(*v));
   }
-  for (Value r : e.getResults())
-    step.outputs.push_back(valueId(r));
+  // ATen results the op leaves undefined (`undefined_results`) are -1.
+  SmallVector<int64_t> undefined;
+  if (auto u = e->getAttrOfType<DenseI64ArrayAttr>("undefined_results"))
+    undefined.assign(u.asArrayRef().begin(), u.asArrayRef().end());
+  auto results = e.getResults();
+  for (size_t pos = 0, k = 0; k < results.size() || llvm::is_contained(undefined, (int64_t)pos); ++pos)
+    step.outputs.push_back(llvm::is_contained(undefined, (int64_t)pos) ? -1
+                                                                      : valueId(results[k++]));
   plan.steps.push_back({Step::Extern, (int)plan.externs.size()});
   plan.externs.push_back(std::move(step));
   return success();

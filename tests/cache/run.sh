@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Cache scenarios across separate processes.
 # Usage: run.sh SCENARIO WORKER TGC_CACHE_TOOL SCRATCH
-# Scenarios: warm, concurrent, readonly, relocatable, cli.
+# Scenarios: warm, warm-training, concurrent, readonly, relocatable, cli.
 set -euo pipefail
 scenario=$1 worker=$2 tool=$3 scratch=$4
 rm -rf "$scratch" && mkdir -p "$scratch"
@@ -20,6 +20,18 @@ warm)
   echo "warm: $warm"
   [ "$(field kernels_compiled "$warm")" -eq 0 ] || fail "the warm run compiled kernels"
   [ "$(field pipelines_run "$warm")" -eq 0 ] || fail "the warm run ran the MLIR pipeline"
+  [ "$(field cache_hits_disk "$warm")" -gt 0 ] || fail "the warm run had no disk hits"
+  ;;
+warm-training)
+  cold=$("$worker" --train)
+  echo "cold: $cold"
+  [ "$(field training_graphs "$cold")" -gt 0 ] || fail "no training graph was built"
+  [ "$(field eager_fallbacks "$cold")" -eq 0 ] || fail "the training step fell back to eager"
+  [ "$(field kernels_compiled "$cold")" -gt 0 ] || fail "the cold run compiled nothing"
+  warm=$("$worker" --train)
+  echo "warm: $warm"
+  [ "$(field kernels_compiled "$warm")" -eq 0 ] || fail "the warm training step compiled kernels"
+  [ "$(field pipelines_run "$warm")" -eq 0 ] || fail "the warm training step ran the MLIR pipeline"
   [ "$(field cache_hits_disk "$warm")" -gt 0 ] || fail "the warm run had no disk hits"
   ;;
 concurrent)

@@ -64,6 +64,12 @@ struct Stats {
   int64_t unshared_bytes = 0;
   int64_t captures = 0; ///< times the callable ran under the tracer (not replayed)
   int64_t pipelines_run = 0; ///< MLIR pipelines run (misses of the graph cache)
+  /// Compiled training: training graphs built (joint graph partitioned), the
+  /// bytes the forward of the one built last saves for its backward beyond
+  /// its inputs and outputs, and the forward ops its backward recomputes.
+  int64_t training_graphs = 0;
+  int64_t saved_activation_bytes = 0;
+  int64_t recomputed_ops = 0;
 };
 
 Stats stats();

@@ -566,7 +566,7 @@ static LogicalResult verifyExternArg(ExternOp op, Attribute a,
     return success();
   }
   if (isa<UnitAttr, BoolAttr, IntegerAttr, FloatAttr, StringAttr,
-          DenseI64ArrayAttr, DenseF64ArrayAttr, DeviceAttr, DictionaryAttr>(a))
+          DenseI64ArrayAttr, DenseF64ArrayAttr, DenseBoolArrayAttr, DeviceAttr, DictionaryAttr>(a))
     return success();
   return op.emitOpError("unsupported argument attribute ") << a;
 }

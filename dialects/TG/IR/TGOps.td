@@ -474,7 +474,7 @@ def TG_ExternOp : TG_Op<"extern", []> {
     Calls the ATen operator `callee` (`aten::name.overload`) through the
     dispatcher at run time. `args` lists every schema argument in order:
     `#tg.operand<N>` is the N-th tensor operand, an array of them a tensor
-    list, `unit` is None, and integers, floats, booleans, strings, i64 arrays
+    list, `unit` is None, and integers, floats, booleans, strings, i64, f64 and i1 arrays
     and `#tg.device<...>` are the other values; `{wrapped_number = 1.0 : f32}`
     is a 0-d wrapped-number tensor built at the call. `result_strides` is the
     layout each result must have (the one ATen's Meta kernel predicted);

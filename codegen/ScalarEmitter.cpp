@@ -381,7 +381,17 @@ private:
   DenseSet<Value> element;
   DenseSet<Operation *> rowDone;
   DenseSet<Value> available; ///< row values defined at row scope
+  /// Element values a reduction loop stored per element (CPU): later loops
+  /// read them back instead of computing them again (softmax's exp).
+  DenseMap<Value, std::string> cached;
+  llvm::SetVector<Value> cachedReads;
   unsigned counter = 0;
+  /// Whether reduction operand `v` is worth a row buffer: computed (not a
+  /// plain load), read again after the reduction, and the row fits.
+  bool cacheable(Value v) {
+    return target == Target::Cpu && !isa<BlockArgument>(v) && k.getRowSize() <= 16384 &&
+           llvm::any_of(v.getUsers(), [](Operation *u) { return !isa<tgk::ReduceOp>(u); });
+  }
 };
 
 } // namespace
@@ -396,6 +406,10 @@ void RowPrinter::collect(Value v, llvm::SetVector<Operation *> &ops,
                          llvm::SetVector<unsigned> &args) {
   if (!isElement(v))
     return;
+  if (cached.count(v)) {
+    cachedReads.insert(v);
+    return;
+  }
   if (auto arg = dyn_cast<BlockArgument>(v)) {
     if (!isa<ShapedType>(arg.getType()))
       args.insert(arg.getArgNumber());
@@ -427,6 +441,7 @@ LogicalResult RowPrinter::emitElementCode(BodyPrinter &p, ArrayRef<Value> target
                                           std::string &error) {
   llvm::SetVector<Operation *> ops;
   llvm::SetVector<unsigned> args;
+  cachedReads.clear();
   for (Value t : targets)
     collect(t, ops, args);
   out += "      long long rrem = j;\n";
@@ -443,6 +458,11 @@ LogicalResult RowPrinter::emitElementCode(BodyPrinter &p, ArrayRef<Value> target
     out += fmt::format("      const {} {} = {};\n", computeType(t), name,
                        load(t, target, fmt::format("in{}[{}]", j, offset(map, strides))));
     p.bind(body.getArgument(j), name);
+  }
+  for (Value v : cachedReads) {
+    std::string name = "c" + std::to_string(counter++);
+    out += fmt::format("      const {} {} = {}[j];\n", computeType(v.getType()), name, cached[v]);
+    p.bind(v, name);
   }
   llvm::SmallVector<Operation *> sorted(ops.begin(), ops.end());
   llvm::sort(sorted, [](Operation *a, Operation *b) { return a->isBeforeInBlock(b); });
@@ -525,6 +545,12 @@ LogicalResult RowPrinter::print(std::string &error) {
                       : (t.isF64() || n > 65536) ? "double" : "float";
     StringRef kind = red.getKind();
     std::string r = "red" + std::to_string(counter++);
+    Value operand = red.getValue();
+    std::string cache;
+    if (cacheable(operand) && !cached.count(operand)) {
+      cache = "rcache" + std::to_string(counter++);
+      out += fmt::format("    {} {}[{}];\n", computeType(operand.getType()), cache, n);
+    }
     out += fmt::format("    {} {};\n    {{\n", computeType(t), r);
     std::string v;
     if (kind == "sum" || kind == "prod") {
@@ -543,6 +569,8 @@ LogicalResult RowPrinter::print(std::string &error) {
     out += fmt::format("    for (long long j = 0; j < {}LL; ++j) {{\n", n);
     if (failed(emitElementCode(p, {red.getValue()}, error)))
       return failure();
+    if (!cache.empty())
+      out += fmt::format("      {}[j] = {};\n", cache, p.name(operand));
     std::string val = "(" + acc + ")(" + p.name(red.getValue()) + ")";
     if (kind == "sum" || kind == "prod")
       out += fmt::format("      acc {}= {};\n    }}\n", kind == "sum" ? "+" : "*", val);
@@ -551,6 +579,8 @@ LogicalResult RowPrinter::print(std::string &error) {
                          "      acc = x {2} acc ? x : acc;\n    }}\n      if (nan) acc = ({0})tgc_nan();\n",
                          acc, val, kind == "max" ? ">" : "<");
     out += fmt::format("    {} = ({})acc;\n    }}\n", r, computeType(t));
+    if (!cache.empty())
+      cached[operand] = cache;
     p.bind(red.getResult(), r);
     available.insert(red.getResult());
   }

@@ -109,6 +109,16 @@ TEST(Pipeline, SoftmaxIsOneRowKernel) {
   EXPECT_NE(r.finalIR.find("tgk.row_kernel"), std::string::npos);
   ASSERT_EQ(r.plan.kernels.size(), 1u);
   EXPECT_TRUE(r.plan.externs.empty());
+  // The CPU kernel keeps exp(x - max) of the sum loop in a row buffer and
+  // the output loop reads it back: one exp per element, not two.
+  const std::string &src = r.plan.cpuSource;
+  size_t body = src.find("extern \"C\" void");
+  ASSERT_NE(body, std::string::npos);
+  int exps = 0;
+  for (size_t at = src.find("expf(", body); at != std::string::npos; at = src.find("expf(", at + 1))
+    ++exps;
+  EXPECT_EQ(exps, 1) << src.substr(body);
+  EXPECT_NE(src.find("rcache", body), std::string::npos);
 }
 
 } // namespace

@@ -79,6 +79,22 @@ TEST(Training, MlpGradientsOfParametersAndInputsMatchEager) {
   EXPECT_EQ(s.captures, 1) << "the second call replays";
 }
 
+TEST(Training, CompiledModuleTrainsThroughItsForward) {
+  // tgc::compile(module): net->forward(x) returns a tensor whose backward
+  // fills the module's own parameters' .grad, as eager does.
+  torch::manual_seed(10);
+  auto eager = makeMlp(), mine = makeMlp();
+  copyState(*mine, *eager);
+  tgc::reset();
+  auto net = tgc::compile(mine);
+  torch::Tensor x = torch::randn({8, 64});
+  net->forward(x).pow(2).mean().backward();
+  eager->forward(x).pow(2).mean().backward();
+  expectSameGrads(*mine, *eager, 1e-5);
+  EXPECT_EQ(tgc::stats().training_graphs, 1);
+  EXPECT_EQ(tgc::stats().eager_fallbacks, 0);
+}
+
 /// Live CPU bytes, counted by an allocator that stands in for the default
 /// one (c10::alloc_cpu / free_cpu, as it uses).
 struct CountingAllocator final : c10::Allocator {

@@ -167,24 +167,52 @@ bool isRecomputable(const std::string &op, bool mutates) {
   return !mutates && cheap.count(op);
 }
 
-TrainingPartition partitionJoint(const JointGraph &g) {
-  const Segment &j = g.joint;
-  const size_t nv = j.values.size(), nf = g.forwardNodes;
-  std::vector<int> producer(nv, -1);
-  for (size_t i = 0; i < j.nodes.size(); ++i)
-    for (int o : j.nodes[i].outputs)
-      if (o >= 0 && producer[o] < 0)
-        producer[o] = i;
-  std::vector<int> primals(j.inputs.begin(), j.inputs.begin() + g.numPrimals);
-  std::vector<int> tangents(j.inputs.begin() + g.numPrimals, j.inputs.end());
-  const size_t numOutputs = j.outputs.size() - g.gradOf.size();
-  std::vector<int> userOutputs(j.outputs.begin(), j.outputs.begin() + numOutputs);
-  std::vector<int> grads(j.outputs.begin() + numOutputs, j.outputs.end());
-  auto isForwardValue = [&](int v) {
+namespace {
+
+/// The state of one partition: the joint graph's parts by role.
+class Partitioner {
+public:
+  explicit Partitioner(const JointGraph &g)
+      : g(g), j(g.joint), nf(g.forwardNodes), producer(j.values.size(), -1),
+        primals(j.inputs.begin(), j.inputs.begin() + g.numPrimals),
+        tangents(j.inputs.begin() + g.numPrimals, j.inputs.end()),
+        numOutputs(j.outputs.size() - g.gradOf.size()),
+        userOutputs(j.outputs.begin(), j.outputs.begin() + numOutputs),
+        grads(j.outputs.begin() + numOutputs, j.outputs.end()) {
+    for (size_t i = 0; i < j.nodes.size(); ++i)
+      for (int o : j.nodes[i].outputs)
+        if (o >= 0 && producer[o] < 0)
+          producer[o] = i;
+    free.insert(primals.begin(), primals.end());
+    free.insert(userOutputs.begin(), userOutputs.end());
+  }
+  TrainingPartition run();
+
+private:
+  bool isForwardValue(int v) const {
     return producer[v] >= 0 ? producer[v] < (int)nf
                             : std::count(primals.begin(), primals.end(), v) > 0;
-  };
-  // What the backward reads of the forward.
+  }
+  std::set<int> neededByBackward() const;
+  std::vector<bool> sourceSideOfMinCut(const std::set<int> &needed) const;
+  /// Builds p.forward; returns each of its outputs' position by value.
+  std::map<int, int> buildForward(TrainingPartition &p, const std::vector<int> &saved) const;
+  void buildBackward(TrainingPartition &p, const std::vector<int> &saved,
+                     const std::map<int, int> &forwardPosition,
+                     const std::set<size_t> &recompute) const;
+
+  const JointGraph &g;
+  const Segment &j;
+  const size_t nf;
+  std::vector<int> producer;
+  std::vector<int> primals, tangents;
+  size_t numOutputs;
+  std::vector<int> userOutputs, grads;
+  std::set<int> free; ///< values that cost nothing to keep: inputs, outputs
+};
+
+/// The forward values (and primals) the backward reads.
+std::set<int> Partitioner::neededByBackward() const {
   std::set<int> needed;
   for (size_t i = nf; i < j.nodes.size(); ++i)
     for (int a : tensorArgs(j.nodes[i]))
@@ -193,13 +221,16 @@ TrainingPartition partitionJoint(const JointGraph &g) {
   for (int v : grads)
     if (isForwardValue(v))
       needed.insert(v);
+  return needed;
+}
 
-  // Flow network: value v is in(v) = 2v -> out(v) = 2v + 1 (saving it);
-  // ops connect their arguments' out to their results' in.
-  const int S = 2 * nv, T = 2 * nv + 1;
+/// Flow network: value v is in(v) = 2v -> out(v) = 2v + 1, its capacity the
+/// cost of saving v; ops connect their arguments' out to their results' in;
+/// ops that must not run again hang from the source, reads of the backward
+/// from the sink. Returns which nodes the minimum cut leaves on the source side.
+std::vector<bool> Partitioner::sourceSideOfMinCut(const std::set<int> &needed) const {
+  const int nv = j.values.size(), S = 2 * nv, T = 2 * nv + 1;
   MinCut cut(2 * nv + 2);
-  std::set<int> free(primals.begin(), primals.end());
-  free.insert(userOutputs.begin(), userOutputs.end());
   for (int v : primals)
     cut.edge(S, 2 * v, kInf);
   for (size_t i = 0; i < nf; ++i) {
@@ -214,17 +245,67 @@ TrainingPartition partitionJoint(const JointGraph &g) {
         cut.edge(2 * a + 1, 2 * o, kInf);
     }
   }
-  for (size_t v = 0; v < nv; ++v)
+  for (int v = 0; v < nv; ++v)
     if (isForwardValue(v))
       cut.edge(2 * v, 2 * v + 1, free.count(v) ? 0 : spanBytes(j.values[v]));
   for (int v : needed)
     cut.edge(2 * v + 1, T, kInf);
   cut.run(S, T);
-  std::vector<bool> sourceSide = cut.reachable(S);
+  return cut.reachable(S);
+}
 
+/// Forward: what the outputs and the saved values need, and every write.
+std::map<int, int> Partitioner::buildForward(TrainingPartition &p,
+                                             const std::vector<int> &saved) const {
+  std::set<size_t> forwardNodes, mutating;
+  for (size_t i = 0; i < nf; ++i) {
+    forwardNodes.insert(i);
+    if (j.nodes[i].mutates)
+      mutating.insert(i);
+  }
+  std::vector<int> outs = userOutputs;
+  for (int v : saved)
+    if (!free.count(v)) {
+      outs.push_back(v);
+      p.savedBytes += spanBytes(j.values[v]);
+    }
+  p.forward = extract(j, ancestors(j, producer, outs, forwardNodes, mutating), primals, outs);
+  p.numOutputs = numOutputs;
+  std::map<int, int> position;
+  for (size_t k = 0; k < outs.size(); ++k)
+    position.emplace(outs[k], k);
+  return position;
+}
+
+/// Backward: saved values and tangents in, the recomputed ops, then the
+/// derivative ops the gradients need.
+void Partitioner::buildBackward(TrainingPartition &p, const std::vector<int> &saved,
+                                const std::map<int, int> &forwardPosition,
+                                const std::set<size_t> &recompute) const {
+  std::vector<int> ins;
+  for (int v : saved) {
+    auto prim = std::find(primals.begin(), primals.end(), v);
+    if (prim != primals.end())
+      p.backwardInputs.push_back({BackwardSource::Primal, int(prim - primals.begin())});
+    else
+      p.backwardInputs.push_back({BackwardSource::ForwardOutput, forwardPosition.at(v)});
+    ins.push_back(v);
+  }
+  for (size_t k = 0; k < tangents.size(); ++k) {
+    p.backwardInputs.push_back({BackwardSource::Tangent, int(k)});
+    ins.push_back(tangents[k]);
+  }
+  std::set<size_t> nodes(recompute.begin(), recompute.end());
+  for (size_t i = nf; i < j.nodes.size(); ++i)
+    nodes.insert(i);
+  p.backward = extract(j, ancestors(j, producer, grads, nodes), ins, grads);
+}
+
+TrainingPartition Partitioner::run() {
+  std::set<int> needed = neededByBackward();
+  std::vector<bool> sourceSide = sourceSideOfMinCut(needed);
   // Walk back from what the backward reads: source-side values are saved,
   // sink-side ones are recomputed from theirs.
-  TrainingPartition p;
   std::set<size_t> recompute;
   std::vector<int> saved, work(needed.begin(), needed.end());
   std::set<int> seen;
@@ -242,48 +323,16 @@ TrainingPartition partitionJoint(const JointGraph &g) {
       work.push_back(a);
   }
   std::sort(saved.begin(), saved.end());
-
-  // Forward: what the outputs and the saved values need, and every write.
-  std::set<size_t> forwardNodes, mutating;
-  for (size_t i = 0; i < nf; ++i) {
-    forwardNodes.insert(i);
-    if (j.nodes[i].mutates)
-      mutating.insert(i);
-  }
-  std::vector<int> forwardOuts = userOutputs;
-  for (int v : saved)
-    if (!free.count(v)) {
-      forwardOuts.push_back(v);
-      p.savedBytes += spanBytes(j.values[v]);
-    }
-  p.forward = extract(j, ancestors(j, producer, forwardOuts, forwardNodes, mutating), primals,
-                      forwardOuts);
-  p.numOutputs = numOutputs;
-
-  // Backward: saved values and tangents in, recomputed ops then the
-  // derivative ops the gradients need.
-  std::vector<int> backwardIns;
-  for (int v : saved) {
-    auto prim = std::find(primals.begin(), primals.end(), v);
-    auto out = std::find(forwardOuts.begin(), forwardOuts.end(), v);
-    if (prim != primals.end())
-      p.backwardInputs.push_back({BackwardSource::Primal, int(prim - primals.begin())});
-    else
-      p.backwardInputs.push_back({BackwardSource::ForwardOutput, int(out - forwardOuts.begin())});
-    backwardIns.push_back(v);
-  }
-  for (size_t k = 0; k < tangents.size(); ++k) {
-    p.backwardInputs.push_back({BackwardSource::Tangent, int(k)});
-    backwardIns.push_back(tangents[k]);
-  }
-  std::set<size_t> backwardNodes(recompute.begin(), recompute.end());
-  for (size_t i = nf; i < j.nodes.size(); ++i)
-    backwardNodes.insert(i);
-  p.backward = extract(j, ancestors(j, producer, grads, backwardNodes), backwardIns, grads);
+  TrainingPartition p;
+  buildBackward(p, saved, buildForward(p, saved), recompute);
   p.recomputedNodes = recompute.size();
   p.tangentOf = g.tangentOf;
   p.gradOf = g.gradOf;
   return p;
 }
+
+} // namespace
+
+TrainingPartition partitionJoint(const JointGraph &g) { return Partitioner(g).run(); }
 
 } // namespace tgc

@@ -1,0 +1,39 @@
+//===- EmulatedGraph.h - capture on the CPU, compile for CUDA, emulate ----===//
+//
+// The CUDA backend checked without a GPU: a program is captured on CPU
+// tensors, its segment recompiled for device "cuda", and the Plan run by
+// tgc's own executor with CPU buffers, its kernels (the exact generated
+// CUDA sources) in the emulator and its extern steps through CPU ATen.
+#ifndef TGC_TESTS_EMU_EMULATEDGRAPH_H
+#define TGC_TESTS_EMU_EMULATEDGRAPH_H
+
+#include "runtime/Plan.h"
+
+#include <ATen/core/Tensor.h>
+
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace tgc::emu {
+
+using Program = std::function<std::vector<at::Tensor>(const std::vector<at::Tensor> &)>;
+
+struct EmulatedRun {
+  std::vector<at::Tensor> outputs;
+  Plan plan; ///< the CUDA plan that ran
+};
+
+/// Captures `fn` on `inputs` (no graph break allowed), compiles it for
+/// CUDA and runs it emulated. `maxGrid` caps every launch's grid, so
+/// grid-stride loops take several trips. Throws on a pipeline error.
+EmulatedRun runEmulated(const Program &fn, const std::vector<at::Tensor> &inputs,
+                        unsigned maxGrid = 1u << 20);
+
+/// NVRTC-compiles every CUDA source of `plan` for `arch`; "" when all
+/// compile, else the first error.
+std::string compileAllWithNvrtc(const Plan &plan, const std::string &arch);
+
+} // namespace tgc::emu
+
+#endif // TGC_TESTS_EMU_EMULATEDGRAPH_H

@@ -82,6 +82,15 @@ inline torch::nn::Sequential geluMlp(int64_t d = 512, int64_t hidden = 2048) {
                                torch::nn::Linear(hidden, d));
 }
 
+/// Linear(256, 512) - GELU - Linear(512, 512) - ReLU - Linear(512, 128) -
+/// LayerNorm: every GEMM has a pointwise or row epilogue (the model tests).
+inline torch::nn::Sequential epilogueMlp() {
+  return torch::nn::Sequential(torch::nn::Linear(256, 512), torch::nn::GELU(),
+                               torch::nn::Linear(512, 512), torch::nn::ReLU(),
+                               torch::nn::Linear(512, 128),
+                               torch::nn::LayerNorm(torch::nn::LayerNormOptions({128})));
+}
+
 } // namespace tgc::models
 
 #endif // TGC_BENCH_MODELS_MODELS_H

@@ -14,18 +14,13 @@
 
 namespace tgc::emu {
 
-EmulatedRun runEmulated(const Program &fn, const std::vector<at::Tensor> &inputs,
-                        unsigned maxGrid) {
-  TraceContext ctx("cpu");
-  {
-    TraceGuard guard(ctx);
-    ctx.finish(fn(ctx.makeInputs(inputs)));
-  }
-  Segment seg = ctx.segment();
+namespace {
+
+/// Compiles `seg` for CUDA and runs its plan on CPU tensors, kernels in the
+/// emulator; appends the plan to `plans`.
+std::vector<at::Tensor> runSegment(Segment seg, const std::vector<at::Tensor> &inputs,
+                                   unsigned maxGrid, std::vector<Plan> &plans) {
   seg.device = "cuda";
-  std::vector<at::Tensor> all = inputs;
-  for (const at::Tensor &t : ctx.lifted())
-    all.push_back(t);
   PipelineResult r = runPipeline(seg);
   if (!r.ok)
     throw std::runtime_error("pipeline for cuda: " + r.error);
@@ -43,14 +38,41 @@ EmulatedRun runEmulated(const Program &fn, const std::vector<at::Tensor> &inputs
   auto graph = CompiledGraph::loadWithLauncher(r.plan, launch, error);
   if (!graph)
     throw std::runtime_error("loading the emulated plan: " + error);
-  return {graph->run(all), r.plan};
+  plans.push_back(std::move(r.plan));
+  return graph->run(inputs);
 }
 
-std::string compileAllWithNvrtc(const Plan &plan, const std::string &arch) {
-  std::vector<std::string> names;
-  for (const KernelStep &k : plan.kernels)
-    names.push_back(k.name);
-  for (const NvrtcResult &r : compileCudaAll(plan.cudaSources, names, arch))
+} // namespace
+
+EmulatedRun runEmulated(const Program &fn, const std::vector<at::Tensor> &inputs,
+                        unsigned maxGrid) {
+  EmulatedRun run;
+  // At a graph break the pending segment runs emulated, as the JIT would
+  // run it compiled, and capture resumes.
+  TraceContext ctx("cpu", [&](const Segment &seg, const std::vector<at::Tensor> &in) {
+    return runSegment(seg, in, maxGrid, run.plans);
+  });
+  {
+    TraceGuard guard(ctx);
+    run.outputs = ctx.finish(fn(ctx.makeInputs(inputs)));
+  }
+  if (!ctx.hadBreaks()) {
+    std::vector<at::Tensor> all = inputs;
+    for (const at::Tensor &t : ctx.lifted())
+      all.push_back(t);
+    run.outputs = runSegment(ctx.segment(), all, maxGrid, run.plans);
+  }
+  return run;
+}
+
+std::string compileAllWithNvrtc(const std::vector<Plan> &plans, const std::string &arch) {
+  std::vector<std::string> sources, names;
+  for (const Plan &plan : plans)
+    for (size_t i = 0; i < plan.kernels.size(); ++i) {
+      sources.push_back(plan.cudaSources[i]);
+      names.push_back(plan.kernels[i].name);
+    }
+  for (const NvrtcResult &r : compileCudaAll(sources, names, arch))
     if (!r.ok)
       return r.error;
   return "";

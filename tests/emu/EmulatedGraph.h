@@ -21,18 +21,19 @@ using Program = std::function<std::vector<at::Tensor>(const std::vector<at::Tens
 
 struct EmulatedRun {
   std::vector<at::Tensor> outputs;
-  Plan plan; ///< the CUDA plan that ran
+  std::vector<Plan> plans; ///< the CUDA plan of each segment that ran
 };
 
-/// Captures `fn` on `inputs` (no graph break allowed), compiles it for
-/// CUDA and runs it emulated. `maxGrid` caps every launch's grid, so
-/// grid-stride loops take several trips. Throws on a pipeline error.
+/// Captures `fn` on `inputs`, compiles each segment (one per graph break)
+/// for CUDA and runs it emulated. `maxGrid` caps every launch's grid, so
+/// grid-stride loops take several trips. Throws on a pipeline error;
+/// kernel errors (a bad index) raise as from the JIT.
 EmulatedRun runEmulated(const Program &fn, const std::vector<at::Tensor> &inputs,
                         unsigned maxGrid = 1u << 20);
 
-/// NVRTC-compiles every CUDA source of `plan` for `arch`; "" when all
-/// compile, else the first error.
-std::string compileAllWithNvrtc(const Plan &plan, const std::string &arch);
+/// NVRTC-compiles every CUDA source of `plans` for `arch` (in parallel, via
+/// the kernel cache); "" when all compile, else the first error.
+std::string compileAllWithNvrtc(const std::vector<Plan> &plans, const std::string &arch);
 
 } // namespace tgc::emu
 

@@ -92,7 +92,7 @@ TEST_P(EmulatedRows, MatchEagerAndCompileWithNvrtc) {
       if (maxGrid == 2)
         continue;
       for (const char *arch : {"sm_80", "sm_90"})
-        EXPECT_EQ(compileAllWithNvrtc(r.plan, arch), "") << arch;
+        EXPECT_EQ(compileAllWithNvrtc(r.plans, arch), "") << arch;
     }
   }
 }

@@ -47,26 +47,11 @@ struct LoadedKernels {
 
 } // namespace
 
-KernelLauncher cudaLauncher(const Plan &plan, int64_t &compiled, std::string &error) {
-  const cuda::DriverApi &d = cuda::driver();
-  std::string why;
-  if (!d.handle || !nvrtcAvailable(&why)) {
-    error = "running a CUDA plan needs the NVIDIA driver and NVRTC: " + (d.handle ? why : d.why);
-    return {};
-  }
+KernelLauncher cudaLauncherFromImages(std::vector<std::string> names,
+                                     std::vector<std::string> images) {
   auto loaded = std::make_shared<LoadedKernels>();
-  for (const KernelStep &k : plan.kernels)
-    loaded->names.push_back(k.name);
-  std::string arch = nvrtcTargetFor(cuda::deviceArch(c10::cuda::current_device()));
-  std::vector<NvrtcResult> built = compileCudaAll(plan.cudaSources, loaded->names, arch);
-  for (NvrtcResult &r : built) {
-    if (!r.ok) {
-      error = r.error;
-      return {};
-    }
-    compiled += !r.fromCache;
-    loaded->images.push_back(!r.cubin.empty() ? std::move(r.cubin) : r.ptx + '\0');
-  }
+  loaded->names = std::move(names);
+  loaded->images = std::move(images);
   return [loaded](size_t index, const KernelStep &k, const at::Device &device, void **args) {
     TORCH_CHECK(device.is_cuda(), "tgc: a CUDA plan got inputs on ", device.str());
     int dev = device.has_index() ? device.index() : c10::cuda::current_device();
@@ -79,6 +64,29 @@ KernelLauncher cudaLauncher(const Plan &plan, int64_t &compiled, std::string &er
                                               1, 0, stream, args, nullptr),
                 ("cuLaunchKernel " + k.name).c_str());
   };
+}
+
+KernelLauncher cudaLauncher(const Plan &plan, int64_t &compiled, std::string &error) {
+  const cuda::DriverApi &d = cuda::driver();
+  std::string why;
+  if (!d.handle || !nvrtcAvailable(&why)) {
+    error = "running a CUDA plan needs the NVIDIA driver and NVRTC: " + (d.handle ? why : d.why);
+    return {};
+  }
+  std::vector<std::string> names, images;
+  for (const KernelStep &k : plan.kernels)
+    names.push_back(k.name);
+  std::string arch = nvrtcTargetFor(cuda::deviceArch(c10::cuda::current_device()));
+  std::vector<NvrtcResult> built = compileCudaAll(plan.cudaSources, names, arch);
+  for (NvrtcResult &r : built) {
+    if (!r.ok) {
+      error = r.error;
+      return {};
+    }
+    compiled += !r.fromCache;
+    images.push_back(!r.cubin.empty() ? std::move(r.cubin) : r.ptx + '\0');
+  }
+  return cudaLauncherFromImages(std::move(names), std::move(images));
 }
 
 } // namespace tgc

@@ -16,6 +16,12 @@ namespace tgc {
 /// does not compile (the message names the saved source).
 KernelLauncher cudaLauncher(const Plan &plan, int64_t &compiled, std::string &error);
 
+/// A launcher for kernels compiled ahead of time: `images[i]` (a cubin for
+/// the device's architecture, or PTX ending in NUL) holds kernel
+/// `names[i]`, the plan's i-th kernel. Needs the driver, not NVRTC.
+KernelLauncher cudaLauncherFromImages(std::vector<std::string> names,
+                                     std::vector<std::string> images);
+
 } // namespace tgc
 
 #endif // TGC_RUNTIME_CUDAMODULES_H

@@ -6,6 +6,10 @@
 #include "runtime/Executor.h"
 #include "runtime/Nvrtc.h"
 #include "tests/emu/CudaEmulator.h"
+#include "tests/gpu/GpuCase.h"
+
+#include <cctype>
+#include <cstdlib>
 
 #include <map>
 #include <memory>
@@ -19,7 +23,9 @@ namespace {
 /// Compiles `seg` for CUDA and runs its plan on CPU tensors, kernels in the
 /// emulator; appends the plan to `plans`.
 std::vector<at::Tensor> runSegment(Segment seg, const std::vector<at::Tensor> &inputs,
-                                   unsigned maxGrid, std::vector<Plan> &plans) {
+                                   unsigned maxGrid, EmulatedRun &run) {
+  run.segments.push_back(seg);
+  run.segmentInputs.push_back(inputs);
   seg.device = "cuda";
   PipelineResult r = runPipeline(seg);
   if (!r.ok)
@@ -38,7 +44,7 @@ std::vector<at::Tensor> runSegment(Segment seg, const std::vector<at::Tensor> &i
   auto graph = CompiledGraph::loadWithLauncher(r.plan, launch, error);
   if (!graph)
     throw std::runtime_error("loading the emulated plan: " + error);
-  plans.push_back(std::move(r.plan));
+  run.plans.push_back(std::move(r.plan));
   return graph->run(inputs);
 }
 
@@ -50,7 +56,7 @@ EmulatedRun runEmulated(const Program &fn, const std::vector<at::Tensor> &inputs
   // At a graph break the pending segment runs emulated, as the JIT would
   // run it compiled, and capture resumes.
   TraceContext ctx("cpu", [&](const Segment &seg, const std::vector<at::Tensor> &in) {
-    return runSegment(seg, in, maxGrid, run.plans);
+    return runSegment(seg, in, maxGrid, run);
   });
   {
     TraceGuard guard(ctx);
@@ -60,9 +66,37 @@ EmulatedRun runEmulated(const Program &fn, const std::vector<at::Tensor> &inputs
     std::vector<at::Tensor> all = inputs;
     for (const at::Tensor &t : ctx.lifted())
       all.push_back(t);
-    run.outputs = runSegment(ctx.segment(), all, maxGrid, run.plans);
+    run.outputs = runSegment(ctx.segment(), all, maxGrid, run);
   }
   return run;
+}
+
+void recordGpuCase(const std::string &name, const EmulatedRun &run,
+                   const std::vector<at::Tensor> &expected, double tol) {
+  const char *dir = std::getenv("TGC_GPU_CORPUS_DIR");
+  if (!dir || !*dir || run.plans.size() != 1)
+    return;
+  gpu::GpuCase c;
+  c.name = name;
+  c.plan = run.plans[0];
+  c.eager = run.segments[0].toExternPlan();
+  c.eager.device = "cuda";
+  for (ExternStep &e : c.eager.externs) // factories made on the CPU at capture
+    for (ArgValue &a : e.args)
+      if (a.kind == ArgValue::Device && a.s == "cpu")
+        a.s = "cuda";
+  c.inputs = run.segmentInputs[0];
+  for (const at::Tensor &t : expected)
+    c.expected.push_back(t.contiguous());
+  c.tol = tol;
+  std::string error = gpu::buildImages(c, "sm_90");
+  if (!error.empty())
+    throw std::runtime_error(name + ": " + error);
+  std::string file = name;
+  for (char &ch : file)
+    if (!std::isalnum((unsigned char)ch) && ch != '_' && ch != '-')
+      ch = '_';
+  gpu::writeGpuCase(c, std::string(dir) + "/" + file + ".tgccase");
 }
 
 std::string compileAllWithNvrtc(const std::vector<Plan> &plans, const std::string &arch) {

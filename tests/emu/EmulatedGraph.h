@@ -7,7 +7,7 @@
 #ifndef TGC_TESTS_EMU_EMULATEDGRAPH_H
 #define TGC_TESTS_EMU_EMULATEDGRAPH_H
 
-#include "runtime/Plan.h"
+#include "compiler/capture/Segment.h"
 
 #include <ATen/core/Tensor.h>
 
@@ -21,7 +21,9 @@ using Program = std::function<std::vector<at::Tensor>(const std::vector<at::Tens
 
 struct EmulatedRun {
   std::vector<at::Tensor> outputs;
-  std::vector<Plan> plans; ///< the CUDA plan of each segment that ran
+  std::vector<Plan> plans;                ///< the CUDA plan of each segment that ran
+  std::vector<Segment> segments;          ///< each segment, as captured
+  std::vector<std::vector<at::Tensor>> segmentInputs; ///< what each segment ran on
 };
 
 /// Captures `fn` on `inputs`, compiles each segment (one per graph break)
@@ -30,6 +32,13 @@ struct EmulatedRun {
 /// kernel errors (a bad index) raise as from the JIT.
 EmulatedRun runEmulated(const Program &fn, const std::vector<at::Tensor> &inputs,
                         unsigned maxGrid = 1u << 20);
+
+/// With TGC_GPU_CORPUS_DIR set, writes a single-segment run as
+/// `<dir>/<name>.tgccase` (tests/gpu/GpuCase.h: plan, sm_90 cubins, eager
+/// plan, inputs, `expected`, `tol`) for tgc_gpu_corpus_tests to run on a
+/// GPU; a no-op otherwise and for runs with graph breaks.
+void recordGpuCase(const std::string &name, const EmulatedRun &run,
+                   const std::vector<at::Tensor> &expected, double tol);
 
 /// NVRTC-compiles every CUDA source of `plans` for `arch` (in parallel, via
 /// the kernel cache); "" when all compile, else the first error.

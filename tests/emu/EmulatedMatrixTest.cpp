@@ -12,6 +12,7 @@
 #include "tests/emu/EmulatedGraph.h"
 
 #include <c10/util/Exception.h>
+#include <map>
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
@@ -30,14 +31,35 @@ void expectClose(const Tensor &got, const Tensor &want, double tol) {
       << "max error " << (g.numel() ? (g - w).abs().nan_to_num(0).max().item<double>() : 0.0);
 }
 
-/// Runs `fn` emulated, checks every kernel compiles with NVRTC, returns the
-/// outputs.
-std::vector<Tensor> emulate(const Program &fn, const std::vector<Tensor> &inputs,
-                            unsigned maxGrid = 1u << 20) {
+/// Runs `fn` emulated and checks every kernel compiles with NVRTC.
+EmulatedRun emulate(const Program &fn, const std::vector<Tensor> &inputs,
+                    unsigned maxGrid = 1u << 20) {
   EmulatedRun r = runEmulated(fn, inputs, maxGrid);
   for (const char *arch : {"sm_80", "sm_90"})
     EXPECT_EQ(compileAllWithNvrtc(r.plans, arch), "") << arch;
-  return r.outputs;
+  return r;
+}
+
+/// The current test's name plus a running number: one GPU case per call.
+std::string caseName() {
+  static std::map<std::string, int> seen;
+  const auto *info = ::testing::UnitTest::GetInstance()->current_test_info();
+  std::string name = std::string(info->test_suite_name()) + "." + info->name();
+  return name + "." + std::to_string(seen[name]++);
+}
+
+/// emulate(), then output 0 against `want` (exactly when `tol` is 0); the
+/// run is kept for the GPU tests when TGC_GPU_CORPUS_DIR is set.
+void checkEmulated(const Program &fn, const std::vector<Tensor> &inputs, const Tensor &want,
+                   double tol, unsigned maxGrid = 1u << 20) {
+  EmulatedRun r = emulate(fn, inputs, maxGrid);
+  if (tol == 0) {
+    ASSERT_EQ(r.outputs[0].sizes(), want.sizes());
+    EXPECT_TRUE(torch::equal(r.outputs[0], want)) << "got\n" << r.outputs[0] << "\nwant\n" << want;
+  } else {
+    expectClose(r.outputs[0], want, tol);
+  }
+  recordGpuCase(caseName(), r, {want}, tol);
 }
 
 //===----------------------------------------------------------------------===//
@@ -78,11 +100,11 @@ TEST_P(EmulatedPointwise, MatchesEager) {
         a = a.abs() + 0.5;
         b = b.abs() + 0.5;
       }
-      Tensor got = emulate([&](const auto &in) { return std::vector<Tensor>{op.fn(in[0], in[1])}; },
-                           {a, b}, 3)[0];
-      Tensor want = isHalf(dt) ? op.fn(a.to(torch::kFloat), b.to(torch::kFloat)).to(got.scalar_type())
-                               : op.fn(a, b);
-      expectClose(got, want, isHalf(dt) ? op.halfTol : 1e-5);
+      Tensor want = op.fn(a, b);
+      if (isHalf(dt)) // tgc computes in float and rounds once
+        want = op.fn(a.to(torch::kFloat), b.to(torch::kFloat)).to(want.scalar_type());
+      checkEmulated([&](const auto &in) { return std::vector<Tensor>{op.fn(in[0], in[1])}; }, {a, b},
+                    want, isHalf(dt) ? op.halfTol : 1e-5, 3);
     }
   }
 }
@@ -110,9 +132,11 @@ TEST_P(EmulatedReductions, MatchEager) {
       torch::manual_seed(GetParam());
       Tensor x = permuted ? torch::randn({8, 6, 5}).permute({1, 2, 0}) : torch::randn({6, 5, 8});
       x = at::isFloatingType(dt) ? x.to(dt) : (x * 10).to(dt);
-      Tensor got = emulate([&](const auto &in) { return std::vector<Tensor>{c.fn(in[0])}; }, {x})[0];
-      Tensor want = isHalf(dt) ? c.fn(x.to(torch::kFloat)).to(got.scalar_type()) : c.fn(x);
-      expectClose(got, want, isHalf(dt) ? 3e-2 : 1e-4);
+      Tensor want = c.fn(x);
+      if (isHalf(dt))
+        want = c.fn(x.to(torch::kFloat)).to(want.scalar_type());
+      checkEmulated([&](const auto &in) { return std::vector<Tensor>{c.fn(in[0])}; }, {x}, want,
+                    isHalf(dt) ? 3e-2 : 1e-4);
     }
   }
 }
@@ -139,11 +163,8 @@ TEST_P(EmulatedIndexing, MatchesEagerExactly) {
     torch::manual_seed(GetParam());
     Tensor x = layoutOf(r.layout, c.data, r.dt);
     Tensor i = torch::randint(c.low, c.high, c.index).to(r.index);
-    Tensor got = emulate([&](const auto &in) { return std::vector<Tensor>{c.fn(in[0], in[1])}; },
-                         {x, i}, 2)[0];
-    Tensor want = c.fn(x, i);
-    ASSERT_EQ(got.sizes(), want.sizes());
-    EXPECT_TRUE(torch::equal(got, want)) << "got\n" << got << "\nwant\n" << want;
+    checkEmulated([&](const auto &in) { return std::vector<Tensor>{c.fn(in[0], in[1])}; }, {x, i},
+                  c.fn(x, i), 0, 2);
   }
 }
 
@@ -161,8 +182,7 @@ TEST(EmulatedIndexingErrors, OutOfRangeIndicesRaiseIndexError) {
     return std::vector<Tensor>{torch::scatter_add(in[0], 0, in[1], in[2]) + 1};
   };
   Tensor good = torch::randint(0, 4, {3, 5});
-  Tensor got = emulate(scatter, {self, good, src})[0];
-  expectClose(got, torch::scatter_add(self, 0, good, src) + 1, 1e-6);
+  checkEmulated(scatter, {self, good, src}, torch::scatter_add(self, 0, good, src) + 1, 1e-6);
   Tensor bad = good.clone();
   bad.index_put_({2, 3}, 4);
   EXPECT_THROW(emulate(scatter, {self, bad, src}), c10::IndexError);
@@ -176,8 +196,7 @@ TEST(EmulatedLayouts, KernelsReadThroughTheMap) {
         continue; // view() of a permuted tensor is an error in eager too
       SCOPED_TRACE(c.name + (permuted ? " / permuted" : ""));
       Tensor x = permuted ? torch::randn({10, 4, 6}).permute({1, 2, 0}) : torch::randn({4, 6, 10});
-      Tensor got = emulate([&](const auto &in) { return std::vector<Tensor>{c.fn(in[0])}; }, {x})[0];
-      EXPECT_TRUE(torch::equal(got, c.fn(x)));
+      checkEmulated([&](const auto &in) { return std::vector<Tensor>{c.fn(in[0])}; }, {x}, c.fn(x), 0);
     }
   }
 }
@@ -187,9 +206,7 @@ TEST(EmulatedLayouts, KernelsReadThroughTheMap) {
 //===----------------------------------------------------------------------===//
 
 void checkModel(const Program &fn, const std::vector<Tensor> &inputs, double tol) {
-  Tensor want = fn(inputs)[0];
-  Tensor got = emulate(fn, inputs)[0];
-  expectClose(got, want, tol);
+  checkEmulated(fn, inputs, fn(inputs)[0], tol);
 }
 
 TEST(EmulatedModels, Mlp) {

@@ -91,6 +91,8 @@ TEST_P(EmulatedRows, MatchEagerAndCompileWithNvrtc) {
       expectMatches(r.outputs[0], want, tolerance(dt));
       if (maxGrid == 2)
         continue;
+      recordGpuCase("EmulatedRows." + c.name + "_" + c10::toString(dt) + "." + s.name, r, {want},
+                    tolerance(dt));
       for (const char *arch : {"sm_80", "sm_90"})
         EXPECT_EQ(compileAllWithNvrtc(r.plans, arch), "") << arch;
     }

@@ -11,6 +11,12 @@
 
 namespace tgc::models {
 
+/// Ten pointwise ops over x [rows, n] and y [n]: one fused kernel, two reads
+/// and one write (bench/cpu_compare.py and bench/gpu_compare.py: chain10).
+inline torch::Tensor chain10(torch::Tensor x, torch::Tensor y) {
+  return ((((x * y + 1).sigmoid() - x).relu() * 2 + y).tanh() * x - 0.5).abs();
+}
+
 /// torch::nn's transformer encoder layer (post-norm, ReLU MLP), no dropout.
 inline torch::nn::TransformerEncoderLayer transformerLayer(int64_t d = 256, int64_t heads = 4) {
   return torch::nn::TransformerEncoderLayer(

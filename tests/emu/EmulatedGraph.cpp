@@ -6,7 +6,7 @@
 #include "runtime/Executor.h"
 #include "runtime/Nvrtc.h"
 #include "tests/emu/CudaEmulator.h"
-#include "tests/gpu/GpuCase.h"
+#include "tests/gpu/GpuCaseBuilder.h"
 
 #include <cctype>
 #include <cstdlib>
@@ -76,22 +76,11 @@ void recordGpuCase(const std::string &name, const EmulatedRun &run,
   const char *dir = std::getenv("TGC_GPU_CORPUS_DIR");
   if (!dir || !*dir || run.plans.size() != 1)
     return;
-  gpu::GpuCase c;
-  c.name = name;
-  c.plan = run.plans[0];
-  c.eager = run.segments[0].toExternPlan();
-  c.eager.device = "cuda";
-  for (ExternStep &e : c.eager.externs) // factories made on the CPU at capture
-    for (ArgValue &a : e.args)
-      if (a.kind == ArgValue::Device && a.s == "cpu")
-        a.s = "cuda";
+  gpu::GpuCase c = gpu::caseFromSegment(name, run.segments[0], run.plans[0]);
   c.inputs = run.segmentInputs[0];
   for (const at::Tensor &t : expected)
     c.expected.push_back(t.contiguous());
   c.tol = tol;
-  std::string error = gpu::buildImages(c, "sm_90");
-  if (!error.empty())
-    throw std::runtime_error(name + ": " + error);
   std::string file = name;
   for (char &ch : file)
     if (!std::isalnum((unsigned char)ch) && ch != '_' && ch != '-')

@@ -33,6 +33,9 @@ private:
   void classify();
   std::string offset(AffineMap map, ArrayRef<int64_t> strides);
   std::string loopHead(const std::string &cpuPragma);
+  std::string loopTail() { return cache ? "      }\n    }\n" : "    }\n"; }
+  std::string rowIndices();
+  void cacheRow();
   std::string combine(StringRef var, StringRef op);
   void collect(Value v, llvm::SetVector<Operation *> &ops, llvm::SetVector<unsigned> &args);
   LogicalResult emitElementCode(BodyPrinter &p, ArrayRef<Value> targets, std::string &error);
@@ -52,6 +55,11 @@ private:
   DenseSet<Operation *> rowDone;
   DenseSet<Value> available; ///< row values defined at row scope
   unsigned counter = 0;
+  /// CUDA: elements per thread kept in registers (c<j>[t]) for the cached
+  /// inputs, so later loops over the row do not read memory again; 0 when
+  /// the row does not fit.
+  int64_t cache = 0;
+  llvm::SmallVector<unsigned> cached;
 };
 
 } // namespace
@@ -67,7 +75,50 @@ std::string RowPrinter::offset(AffineMap map, ArrayRef<int64_t> strides) {
 std::string RowPrinter::loopHead(const std::string &cpuPragma) {
   if (target == Target::Cpu)
     return cpuPragma + fmt::format("    for (long long j = 0; j < {}LL; ++j) {{\n", n);
+  if (cache)
+    return fmt::format("#pragma unroll\n    for (int t = 0; t < {}; ++t) {{\n"
+                       "      const long long j = tgc_lane + (long long)t * {};\n      if (j < {}LL) {{\n",
+                       cache, lanes, n);
   return fmt::format("    for (long long j = tgc_lane; j < {}LL; j += {}) {{\n", n, lanes);
+}
+
+/// The row indices `ridx<d>` of element `j`.
+std::string RowPrinter::rowIndices() {
+  std::string s = "      long long rrem = j;\n";
+  for (size_t d = rank; d-- > outer;) {
+    int64_t size = std::max<int64_t>(k.getRowShape()[d - outer], 1);
+    s += fmt::format("      const long long ridx{0} = rrem % {1}LL; rrem /= {1}LL;\n", d, size);
+  }
+  return s;
+}
+
+/// CUDA, rows of at most 32 elements per thread: loads every element input
+/// once into registers (a persistent row); softmax's and layer_norm's later
+/// passes then read registers. Fully unrolled loops keep c<j>[t] in registers.
+void RowPrinter::cacheRow() {
+  if (target != Target::Cuda)
+    return;
+  Block &body = k.getBody().front();
+  llvm::SmallVector<unsigned> args;
+  for (BlockArgument a : body.getArguments())
+    if (isElement(a) && !isa<ShapedType>(a.getType()))
+      args.push_back(a.getArgNumber());
+  int64_t perThread = (n + lanes - 1) / lanes;
+  if (args.empty() || perThread > 32 || perThread * (int64_t)args.size() > 64)
+    return;
+  for (unsigned j : args)
+    out += fmt::format("    {} c{}[{}];\n", computeType(body.getArgument(j).getType()), j, perThread);
+  cache = perThread;
+  out += loopHead("") + rowIndices();
+  for (unsigned j : args) {
+    auto map = cast<AffineMapAttr>(k.getIndexingMaps()[j]).getValue();
+    auto strides = cast<DenseI64ArrayAttr>(k.getInputStrides()[j]).asArrayRef();
+    out += fmt::format("      c{}[t] = {};\n", j,
+                       load(body.getArgument(j).getType(), target,
+                            fmt::format("in{}[{}]", j, offset(map, strides))));
+  }
+  out += loopTail();
+  cached = args;
 }
 
 /// CUDA: every thread of the row gets the row's result from its partial one.
@@ -114,13 +165,13 @@ LogicalResult RowPrinter::emitElementCode(BodyPrinter &p, ArrayRef<Value> target
   llvm::SetVector<unsigned> args;
   for (Value t : targets)
     collect(t, ops, args);
-  out += "      long long rrem = j;\n";
-  for (size_t d = rank; d-- > outer;) {
-    int64_t size = std::max<int64_t>(k.getRowShape()[d - outer], 1);
-    out += fmt::format("      const long long ridx{0} = rrem % {1}LL; rrem /= {1}LL;\n", d, size);
-  }
+  out += rowIndices();
   Block &body = k.getBody().front();
   for (unsigned j : args) {
+    if (llvm::is_contained(cached, j)) {
+      p.bind(body.getArgument(j), fmt::format("c{}[t]", j));
+      continue;
+    }
     auto map = cast<AffineMapAttr>(k.getIndexingMaps()[j]).getValue();
     auto strides = cast<DenseI64ArrayAttr>(k.getInputStrides()[j]).asArrayRef();
     std::string name = "e" + std::to_string(counter++);
@@ -198,8 +249,8 @@ LogicalResult RowPrinter::emitArgReduction(BodyPrinter &p, tgk::ReduceOp red,
     return failure();
   bool max = red.getKind() == "argmax";
   out += fmt::format("      const {} x = {};\n", bestType, p.name(red.getValue()));
-  out += fmt::format("      if (at < 0 || (best == best && (x != x || x {} best))) {{ best = x; at = j; }}\n    }}\n",
-                     max ? ">" : "<");
+  out += fmt::format("      if (at < 0 || (best == best && (x != x || x {} best))) {{ best = x; at = j; }}\n",
+                     max ? ">" : "<") + loopTail();
   if (target == Target::Cuda)
     out += fmt::format("      {{\n      tgc_arg<{}> c = {{best, at}};\n", bestType) +
            combine("c", max ? "tgc_arg_op<true>" : "tgc_arg_op<false>") + "      at = c.at;\n      }\n";
@@ -237,11 +288,11 @@ LogicalResult RowPrinter::emitReduction(BodyPrinter &p, tgk::ReduceOp red, std::
     return failure();
   std::string val = "(" + acc + ")(" + p.name(red.getValue()) + ")";
   if (additive)
-    out += fmt::format("      acc {}= {};\n    }}\n", kind == "sum" ? "+" : "*", val);
+    out += fmt::format("      acc {}= {};\n", kind == "sum" ? "+" : "*", val) + loopTail();
   else
-    out += fmt::format("      const {0} x = {1};\n      nan |= x != x;\n"
-                       "      acc = x {2} acc ? x : acc;\n    }}\n      if (nan) acc = ({0})tgc_nan();\n",
-                       acc, val, kind == "max" ? ">" : "<");
+    out += fmt::format("      const {0} x = {1};\n      nan |= x != x;\n      acc = x {2} acc ? x : acc;\n",
+                       acc, val, kind == "max" ? ">" : "<") +
+           loopTail() + fmt::format("      if (nan) acc = ({})tgc_nan();\n", acc);
   out += combine("acc", "tgc_" + kind.str() + "_op");
   out += fmt::format("    {} = ({})acc;\n    }}\n", r, computeType(t));
   p.bind(red.getResult(), r);
@@ -273,7 +324,7 @@ LogicalResult RowPrinter::emitResults(BodyPrinter &p, std::string &error) {
   if (elementYields.empty())
     return success();
   if (target == Target::Cuda)
-    out += "    if (tgc_active)\n";
+    out += "    if (tgc_active) {\n";
   out += loopHead("#pragma omp simd\n");
   if (failed(emitElementCode(p, elementYields, error)))
     return failure();
@@ -285,7 +336,7 @@ LogicalResult RowPrinter::emitResults(BodyPrinter &p, std::string &error) {
     Type t = cast<ShapedType>(k.getResult(i).getType()).getElementType();
     out += fmt::format("      out{}[{}] = {};\n", i, offset(id, strides), store(t, target, p.name(v)));
   }
-  out += "    }\n";
+  out += loopTail() + (target == Target::Cuda ? "    }\n" : "");
   return success();
 }
 
@@ -294,6 +345,7 @@ LogicalResult RowPrinter::print(std::string &error) {
   BodyPrinter p(target, out);
   p.dimName = [this](unsigned d) { return fmt::format("{}idx{}", d < outer ? "o" : "r", d); };
   loadRowInputs(p);
+  cacheRow();
   for (Operation &op : k.getBody().front().without_terminator()) {
     auto red = dyn_cast<tgk::ReduceOp>(op);
     if (!red)

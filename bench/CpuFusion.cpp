@@ -29,10 +29,6 @@ struct Workload {
   int64_t bytes = 0; ///< memory traffic of one call when memory-bound, else 0
 };
 
-torch::Tensor chain10(torch::Tensor x, torch::Tensor y) {
-  return ((((x * y + 1).sigmoid() - x).relu() * 2 + y).tanh() * x - 0.5).abs();
-}
-
 std::vector<Workload> workloads() {
   static auto mlp = tgc::models::geluMlp(512, 2048);
   static auto layer = tgc::models::transformerLayer(256, 4);
@@ -48,7 +44,7 @@ std::vector<Workload> workloads() {
   for (auto [size, rows] : {std::pair<std::string, int64_t>{"small", 256}, {"large", 4096}}) {
     int64_t n = rows * 1024 * 4;
     w.push_back({"chain10", size, [=] { return std::vector{torch::randn({rows, 1024}), torch::randn({1024})}; },
-                 [](auto x, auto y, auto) { return chain10(x, y); }, 2 * n});
+                 [](auto x, auto y, auto) { return tgc::models::chain10(x, y); }, 2 * n});
     w.push_back({"softmax", size, [=] { return std::vector{torch::randn({rows, 1024})}; },
                  [](auto x, auto, auto) { return torch::softmax(x, -1); }, 2 * n});
     w.push_back({"layer_norm", size,

@@ -161,17 +161,13 @@ std::string emitCpuRowKernel(tgk::RowKernelOp kernel, std::string &error) {
   std::string src = signature(kernel.getSymName(), kernel.getInputs().getTypes(),
                               kernel.getResultTypes(), detail::hasIndexChecks(kernel));
   std::string body;
-  if (failed(detail::emitRowBody(kernel, Target::Cpu, body, error)))
+  if (failed(detail::emitRowBody(kernel, Target::Cpu, 1, body, error)))
     return "";
   const int64_t rows = kernel.getNumRows();
   src += fmt::format("#pragma omp parallel for schedule(static) if ({}LL >= 32768)\n",
                      rows * kernel.getRowSize());
-  src += fmt::format("  for (long long o = 0; o < {}LL; ++o) {{\n    long long orem = o;\n", rows);
-  ArrayRef<int64_t> outer = kernel.getOuterShape();
-  for (size_t d = outer.size(); d-- > 0;)
-    src += fmt::format("    const long long oidx{0} = orem % {1}LL; orem /= {1}LL;\n", d,
-                       std::max<int64_t>(outer[d], 1));
-  src += body + "  }\n}\n";
+  src += fmt::format("  for (long long o = 0; o < {}LL; ++o) {{\n", rows);
+  src += detail::rowIndices(kernel) + body + "  }\n}\n";
   return src;
 }
 

@@ -24,17 +24,84 @@ __device__ __forceinline__ long long tgc_check_index(long long i, long long n, b
   err[0] = (long long)id + 1;
   return 0;
 }
+// 16-byte vectors of pointwise kernels: alignas makes copies one 128-bit
+// load or store.
+template <class T, int N> struct alignas(sizeof(T) * N) tgc_vec { T v[N]; };
+template <class V, class T> __device__ __forceinline__ bool tgc_aligned(const T *p) {
+  return (unsigned long long)p % sizeof(V) == 0;
+}
+// Row reductions: the combine ops of tgk.reduce kinds. max/min propagate NaN.
+struct tgc_sum_op { template <class T> __device__ T operator()(T a, T b) const { return a + b; } };
+struct tgc_prod_op { template <class T> __device__ T operator()(T a, T b) const { return a * b; } };
+struct tgc_max_op { template <class T> __device__ T operator()(T a, T b) const { return tgc_maximum(a, b); } };
+struct tgc_min_op { template <class T> __device__ T operator()(T a, T b) const { return tgc_minimum(a, b); } };
+// An argmax/argmin candidate: value and position in the row (-1: none).
+template <class T> struct tgc_arg { T v; long long at; };
+// Keeps ATen's rule across threads: NaN wins, then the extreme, then the
+// first position. Commutative and associative, so any combine tree agrees.
+template <bool Max> struct tgc_arg_op {
+  template <class T> __device__ tgc_arg<T> operator()(tgc_arg<T> a, tgc_arg<T> b) const {
+    if (a.at < 0) return b;
+    if (b.at < 0) return a;
+    const bool an = a.v != a.v, bn = b.v != b.v;
+    if (an || bn) return an && (!bn || a.at < b.at) ? a : b;
+    if (a.v == b.v) return a.at < b.at ? a : b;
+    return (Max ? a.v > b.v : a.v < b.v) ? a : b;
+  }
+};
+template <class T> __device__ __forceinline__ T tgc_shfl_xor(T v, int m) {
+  return __shfl_xor_sync(0xffffffffu, v, m);
+}
+template <class T> __device__ __forceinline__ tgc_arg<T> tgc_shfl_xor(tgc_arg<T> v, int m) {
+  return {tgc_shfl_xor(v.v, m), tgc_shfl_xor(v.at, m)};
+}
+// Combines the partial results of the L threads that share a row (a power
+// of two: consecutive lanes of a warp, or the whole block when L > 32).
+// Every thread gets the row's result. The butterfly and the in-order pass
+// over the warps' partials are the same on every run: deterministic.
+template <int L, class T, class Op> __device__ __forceinline__ T tgc_row_reduce(T v, Op op) {
+#pragma unroll
+  for (int m = (L < 32 ? L : 32) / 2; m > 0; m /= 2)
+    v = op(v, tgc_shfl_xor(v, m));
+  if constexpr (L > 32) {
+    __shared__ T part[L / 32];
+    __syncthreads(); // every thread has read the previous reduction's parts
+    if (threadIdx.x % 32 == 0)
+      part[threadIdx.x / 32] = v;
+    __syncthreads();
+    v = part[0];
+    for (int w = 1; w < L / 32; ++w)
+      v = op(v, part[w]);
+  }
+  return v;
+}
 #define TGC_RNG_FN __device__ __forceinline__
 )" + detail::rngPrelude();
 }
 
-std::string emitCudaKernel(tgk::KernelOp kernel, std::string &error) {
+namespace {
+
+/// `extern "C" __global__ void __launch_bounds__(block) name(in..., out...[, err]) {`.
+std::string signature(Operation *kernel, StringRef name, int64_t block, TypeRange inputs,
+                      TypeRange results) {
+  SmallVector<std::string> params;
+  auto storage = [](Type t) {
+    return detail::storageType(cast<ShapedType>(t).getElementType(), Target::Cuda);
+  };
+  for (auto [j, t] : llvm::enumerate(inputs))
+    params.push_back(fmt::format("const {} *__restrict__ in{}", storage(t), j));
+  for (auto [j, t] : llvm::enumerate(results))
+    params.push_back(fmt::format("{} *__restrict__ out{}", storage(t), j));
+  if (detail::hasIndexChecks(kernel))
+    params.push_back("long long *__restrict__ tgc_err");
+  return fmt::format("extern \"C\" __global__ void __launch_bounds__({}) {}({}) {{\n", block,
+                     name.str(), llvm::join(params, ", "));
+}
+
+/// 32-bit index arithmetic is faster; 64-bit once the iteration space or
+/// any buffer offset can reach 2^31.
+std::string indexType(tgk::KernelOp kernel) {
   const int64_t n = kernel.getNumIterations();
-  int64_t block = 256;
-  if (auto s = kernel.getScheduleAttr())
-    block = s.getBlock();
-  // 32-bit index arithmetic is faster; 64-bit once the iteration space or
-  // any buffer offset can pass 2^31.
   int64_t maxOffset = n;
   for (Attribute s : llvm::concat<const Attribute>(
            kernel.getInputStrides().getValue(), kernel.getResultStrides().getValue()))
@@ -48,29 +115,92 @@ std::string emitCudaKernel(tgk::KernelOp kernel, std::string &error) {
       extent += std::max<int64_t>(size - 1, 0) * st;
     maxOffset = std::max(maxOffset, extent + 1);
   }
-  std::string index = maxOffset >= (int64_t(1) << 31) ? "long long" : "int";
+  return maxOffset >= (int64_t(1) << 31) ? "long long" : "int";
+}
 
-  SmallVector<std::string> params;
-  for (auto [j, t] : llvm::enumerate(kernel.getInputs().getTypes()))
-    params.push_back(fmt::format(
-        "const {} *__restrict__ in{}",
-        detail::storageType(cast<ShapedType>(t).getElementType(), Target::Cuda), j));
-  for (auto [j, t] : llvm::enumerate(kernel.getResultTypes()))
-    params.push_back(fmt::format(
-        "{} *__restrict__ out{}",
-        detail::storageType(cast<ShapedType>(t).getElementType(), Target::Cuda), j));
+int64_t blockOf(tgk::KernelOp kernel) {
+  auto s = kernel.getScheduleAttr();
+  return s ? s.getBlock() : 256;
+}
 
-  if (detail::hasIndexChecks(kernel))
-    params.push_back("long long *__restrict__ tgc_err");
+/// The vector width the kernel is emitted with: the schedule's, when it
+/// divides the iteration count and every element buffer is read and
+/// written at the linear index `i`; else 1.
+int64_t vectorWidth(tgk::KernelOp kernel, const detail::Indexing &ix) {
+  auto s = kernel.getScheduleAttr();
+  int64_t v = s ? s.getVector() : 1;
+  if (v <= 1 || kernel.getNumIterations() % v != 0)
+    return 1;
+  Block &body = kernel.getBody().front();
+  for (auto [j, off] : llvm::enumerate(ix.inputs))
+    if (!isa<ShapedType>(body.getArgument(j).getType()) && off != "i")
+      return 1;
+  for (const std::string &off : ix.results)
+    if (off != "i")
+      return 1;
+  return v;
+}
+
+} // namespace
+
+/// The vectorized loop: each trip loads one vector per element input,
+/// computes its lanes with the scalar body (in<j>/out<j> renamed to the
+/// vectors' lanes), and stores one vector per result. Runs only when every
+/// vector buffer is aligned (checked at run time); the scalar loop follows.
+static std::string vectorLoop(tgk::KernelOp kernel, int64_t vec, const std::string &index,
+                              const detail::Indexing &ix, const std::string &body) {
+  Block &block = kernel.getBody().front();
+  auto vecType = [&](Type t) {
+    return fmt::format("tgc_vec<{}, {}>",
+                       detail::storageType(cast<ShapedType>(t).getElementType(), Target::Cuda),
+                       vec);
+  };
+  std::string aligned = "true", loads, lanes, stores;
+  for (auto [j, t] : llvm::enumerate(kernel.getInputs().getTypes())) {
+    if (isa<ShapedType>(block.getArgument(j).getType()))
+      continue; // a whole buffer read by tgk.load keeps its name
+    aligned += fmt::format(" && tgc_aligned<{}>(in{})", vecType(t), j);
+    loads += fmt::format("      const {0} x{1} = reinterpret_cast<const {0} *>(in{1})[v];\n",
+                         vecType(t), j);
+    lanes += fmt::format("        const auto *const in{0} = x{0}.v;\n", j);
+  }
+  for (auto [j, t] : llvm::enumerate(kernel.getResultTypes())) {
+    aligned += fmt::format(" && tgc_aligned<{}>(out{})", vecType(t), j);
+    loads += fmt::format("      {} y{};\n", vecType(t), j);
+    lanes += fmt::format("        auto *const out{0} = y{0}.v;\n", j);
+    stores += fmt::format("      reinterpret_cast<{} *>(out{})[v] = y{};\n", vecType(t), j, j);
+  }
+  std::string src = fmt::format("  if ({}) {{\n", aligned);
+  src += fmt::format("    for ({0} v = ({0})blockIdx.x * blockDim.x + threadIdx.x; v < n / {1}; "
+                     "v += ({0})blockDim.x * gridDim.x) {{\n", index, vec);
+  src += loads + "      {\n" + lanes;
+  src += fmt::format("#pragma unroll\n        for (int l = 0; l < {}; ++l) {{\n", vec);
+  src += fmt::format("      const {} i = v * {} + l;\n", index, vec);
+  src += ix.decompose + body + "        }\n      }\n" + stores + "    }\n    return;\n  }\n";
+  return src;
+}
+
+std::string emitCudaKernel(tgk::KernelOp kernel, std::string &error) {
+  const std::string index = indexType(kernel);
   detail::Indexing ix = detail::computeIndexing(kernel, index);
   std::string body;
-  if (failed(detail::emitBody(kernel, Target::Cuda, ix.inputs,
-                              ix.results, body, error)))
+  if (failed(detail::emitBody(kernel, Target::Cuda, ix.inputs, ix.results, body, error)))
     return "";
-  std::string src = fmt::format(
-      "extern \"C\" __global__ void __launch_bounds__({}) {}({}) {{\n", block,
-      kernel.getSymName().str(), llvm::join(params, ", "));
-  src += fmt::format("  const {} n = {};\n", index, n);
+  std::string src = signature(kernel, kernel.getSymName(), blockOf(kernel),
+                              kernel.getInputs().getTypes(), kernel.getResultTypes());
+  src += fmt::format("  const {} n = {};\n", index, kernel.getNumIterations());
+  if (int64_t vec = vectorWidth(kernel, ix); vec > 1) {
+    detail::Indexing lanes = ix; // lanes index their vectors by `l`
+    std::string laneBody;
+    for (std::string &o : lanes.inputs)
+      o = o == "i" ? "l" : o;
+    for (std::string &o : lanes.results)
+      o = "l";
+    if (failed(detail::emitBody(kernel, Target::Cuda, lanes.inputs, lanes.results, laneBody,
+                                error)))
+      return "";
+    src += vectorLoop(kernel, vec, index, ix, laneBody);
+  }
   src += fmt::format("  for ({0} i = ({0})blockIdx.x * blockDim.x + threadIdx.x; "
                      "i < n; i += ({0})blockDim.x * gridDim.x) {{\n",
                      index);
@@ -78,4 +208,61 @@ std::string emitCudaKernel(tgk::KernelOp kernel, std::string &error) {
   return src;
 }
 
+int64_t cudaRowLanes(tgk::RowKernelOp kernel) {
+  const int64_t n = kernel.getRowSize();
+  if (n > 1024)
+    return n <= 4096 ? 256 : n <= 16384 ? 512 : 1024;
+  int64_t lanes = 1;
+  while (lanes < n && lanes < 32)
+    lanes *= 2;
+  return lanes;
+}
+
+/// Threads per block of a row kernel: 256, or the row's lanes when a row
+/// takes the whole block.
+static int64_t rowBlock(tgk::RowKernelOp kernel) {
+  return std::max<int64_t>(256, cudaRowLanes(kernel));
+}
+
+std::string emitCudaRowKernel(tgk::RowKernelOp kernel, std::string &error) {
+  const int64_t lanes = cudaRowLanes(kernel), block = rowBlock(kernel);
+  std::string body;
+  if (failed(detail::emitRowBody(kernel, Target::Cuda, lanes, body, error)))
+    return "";
+  std::string src = signature(kernel, kernel.getSymName(), block, kernel.getInputs().getTypes(),
+                              kernel.getResultTypes());
+  // The loop is uniform over the block (barriers inside reductions need
+  // every thread): a group whose row is past the end recomputes the last
+  // row (`o` clamped) and writes nothing (`tgc_active`).
+  src += fmt::format("  const int tgc_lane = threadIdx.x % {};\n", lanes);
+  src += fmt::format("  const long long rows = {}LL;\n", kernel.getNumRows());
+  src += fmt::format("  for (long long base = (long long)blockIdx.x * {0}; base < rows; "
+                     "base += (long long)gridDim.x * {0}) {{\n",
+                     block / lanes);
+  src += fmt::format("    const long long o0 = base + threadIdx.x / {};\n", lanes);
+  src += "    const bool tgc_active = o0 < rows;\n";
+  src += "    const long long o = tgc_active ? o0 : rows - 1;\n";
+  return src + detail::rowIndices(kernel) + body + "  }\n}\n";
+}
+
+CudaLaunch cudaLaunch(Operation *op) {
+  auto blocks = [](int64_t work, int64_t perBlock) {
+    return std::max<int64_t>(1, (work + perBlock - 1) / perBlock);
+  };
+  if (auto k = dyn_cast<tgk::KernelOp>(op)) {
+    int64_t block = blockOf(k);
+    int64_t vec = vectorWidth(k, detail::computeIndexing(k, indexType(k)));
+    return {blocks(k.getNumIterations(), block * vec), block};
+  }
+  if (auto k = dyn_cast<tgk::RowKernelOp>(op)) {
+    int64_t block = rowBlock(k);
+    return {blocks(k.getNumRows(), block / cudaRowLanes(k)), block};
+  }
+  auto k = cast<tgk::ScatterAddKernelOp>(op);
+  auto self = cast<ShapedType>(k.getSelf().getType());
+  int64_t columns = self.getNumElements() / std::max<int64_t>(self.getDimSize(k.getDim()), 1);
+  return {blocks(columns, 256), 256};
+}
+
 } // namespace tgc::codegen
+

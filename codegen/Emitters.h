@@ -36,8 +36,30 @@ std::string emitCudaScatterAddKernel(tgk::ScatterAddKernelOp kernel);
 std::string cudaPrelude();
 
 /// `extern "C" __global__ void <name>(T0 *in0, ..., Tn *outN)`, a grid-stride
-/// loop over the iteration space with `schedule.block` threads per block.
+/// loop over the iteration space with `schedule.block` threads per block;
+/// 16-byte vector loads and stores when the schedule's vector width is
+/// above 1 and every buffer is 16-byte aligned at run time.
 std::string emitCudaKernel(tgk::KernelOp kernel, std::string &error);
+
+/// `extern "C" __global__ void <name>(in..., out...)` for a row kernel:
+/// rows in a grid-stride loop, each row spread over cudaRowLanes() threads.
+std::string emitCudaRowKernel(tgk::RowKernelOp kernel, std::string &error);
+
+/// Threads that share one row of a row kernel: a power of two up to 32 for
+/// rows up to 1024 elements (several rows per block), else the whole block
+/// (one block per row, never split across blocks, so sums are
+/// deterministic).
+int64_t cudaRowLanes(tgk::RowKernelOp kernel);
+
+/// How a CUDA kernel of tgc is launched: `block` threads per block, and the
+/// blocks that give every thread one trip through its grid-stride loop.
+/// Every kernel is a grid-stride loop, so any grid from 1 to `grid` is
+/// correct; the runtime caps it by the device's size.
+struct CudaLaunch {
+  int64_t grid = 1, block = 256;
+};
+/// The launch of a tgk.kernel, tgk.row_kernel or tgk.scatter_add_kernel.
+CudaLaunch cudaLaunch(mlir::Operation *kernel);
 
 namespace detail {
 
@@ -55,9 +77,13 @@ mlir::LogicalResult emitBody(tgk::KernelOp kernel, Target target,
                              std::string &out, std::string &error);
 
 /// Prints a tgk.row_kernel's code for the current row (outer indices
-/// `oidx<d>` are in scope).
-mlir::LogicalResult emitRowBody(tgk::RowKernelOp kernel, Target target, std::string &out,
-                                std::string &error);
+/// `oidx<d>` are in scope). On CUDA `lanes` threads share the row
+/// (`tgc_lane`, `tgc_active` in scope); on the CPU `lanes` is 1.
+mlir::LogicalResult emitRowBody(tgk::RowKernelOp kernel, Target target, int64_t lanes,
+                                std::string &out, std::string &error);
+
+/// Statements defining the outer indices `oidx<d>` of row `o`.
+std::string rowIndices(tgk::RowKernelOp kernel);
 
 /// `ref` (a stored element) as its compute type: half types widen to float.
 std::string load(mlir::Type elementType, Target target, const std::string &ref);

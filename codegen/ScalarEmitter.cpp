@@ -1,5 +1,5 @@
 //===- ScalarEmitter.cpp - kernel bodies and indexing, shared by targets --===//
-#include "codegen/Emitters.h"
+#include "codegen/BodyPrinter.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Math/IR/Math.h"
@@ -13,7 +13,7 @@ using namespace mlir;
 namespace tgc::codegen::detail {
 
 /// Half types are computed in float; everything else in its own C type.
-static std::string computeType(Type t) {
+std::string computeType(Type t) {
   if (t.isF16() || t.isBF16() || t.isF32())
     return "float";
   if (t.isF64())
@@ -75,62 +75,9 @@ static std::string literal(Attribute a) {
                      i.getValue().getSExtValue());
 }
 
-namespace {
 
-/// Prints one body op at a time as `const T vN = expr;`.
-class BodyPrinter {
-public:
-  BodyPrinter(Target target, std::string &out) : target(target), out(out) {}
-
-  void bind(Value v, std::string name) { names[v] = std::move(name); }
-  /// How iteration index `d` is spelled (tgk.index); idx<d> by default.
-  std::function<std::string(unsigned)> dimName = [](unsigned d) {
-    return "idx" + std::to_string(d);
-  };
-  const std::string &name(Value v) { return names[v]; }
-  LogicalResult print(Operation *op, std::string &error);
-
-private:
-  /// C math functions by precision (expf/exp): on the CPU the prelude
-  /// declares them `omp declare simd`, so loops vectorize through libmvec.
-  std::string math(StringRef fn, Value x) {
-    bool isDouble = x.getType().isF64();
-    return fmt::format("{}{}({})", fn.str(), isDouble ? "" : "f", name(x));
-  }
-  std::string binary(Operation *op, StringRef sym) {
-    return fmt::format("{} {} {}", name(op->getOperand(0)), sym.str(),
-                       name(op->getOperand(1)));
-  }
-  std::string call(StringRef fn, Operation *op) {
-    return fmt::format("{}({}, {})", fn.str(), name(op->getOperand(0)),
-                       name(op->getOperand(1)));
-  }
-  std::string castTo(Operation *op) {
-    return fmt::format("({})({})", computeType(op->getResult(0).getType()),
-                       name(op->getOperand(0)));
-  }
-  std::string compare(StringRef pred, Operation *op, bool ordered);
-  std::string loadExpr(tgk::LoadOp o);
-  int checkId(tgk::CheckIndexOp o);
-
-  Target target;
-  /// Values printed as expressions at their uses rather than as statements:
-  /// loads and the selects over them, so a load runs only where its select
-  /// arm is taken (concatenation and padding read positions that exist only
-  /// there).
-  DenseSet<Value> lazy;
-  std::string &out;
-  DenseMap<Value, std::string> names;
-  unsigned next = 0;
-};
-
-} // namespace
-
-using NameFn = std::function<std::string(unsigned)>;
 static std::string indexExpr(AffineExpr e, StringRef type, const NameFn &dim,
                              const NameFn &sym = nullptr);
-static std::string linearOffset(AffineMap map, ArrayRef<int64_t> strides, StringRef type,
-                                const NameFn &dim, const NameFn &sym = nullptr);
 
 std::string BodyPrinter::compare(StringRef sym, Operation *op, bool ordered) {
   std::string a = name(op->getOperand(0)), b = name(op->getOperand(1));
@@ -332,8 +279,8 @@ static std::string indexExpr(AffineExpr e, StringRef type, const NameFn &dim,
   }
 }
 
-static std::string linearOffset(AffineMap map, ArrayRef<int64_t> strides, StringRef type,
-                                const NameFn &dim, const NameFn &sym) {
+std::string linearOffset(AffineMap map, ArrayRef<int64_t> strides, StringRef type,
+                         const NameFn &dim, const NameFn &sym) {
   std::string e;
   for (auto [r, expr] : llvm::enumerate(map.getResults())) {
     if (strides[r] == 0)
@@ -349,280 +296,6 @@ static std::string linearOffset(AffineMap map, ArrayRef<int64_t> strides, String
                      type.str(), strides[r]);
   }
   return e.empty() ? "0" : e;
-}
-
-//===----------------------------------------------------------------------===//
-// Row kernels
-//===----------------------------------------------------------------------===//
-
-namespace {
-
-/// Prints a tgk.row_kernel's per-row code: one loop over the row per
-/// reduction (recomputing the element values it needs), then one loop for
-/// element results; row values are computed once, outside the loops.
-class RowPrinter {
-public:
-  RowPrinter(tgk::RowKernelOp k, Target target, std::string &out)
-      : k(k), target(target), out(out), outer(k.getOuterShape().size()),
-        rank(outer + k.getRowShape().size()) {}
-  LogicalResult print(std::string &error);
-
-private:
-  bool isElement(Value v) { return element.contains(v); }
-  std::string offset(AffineMap map, ArrayRef<int64_t> strides);
-  void collect(Value v, llvm::SetVector<Operation *> &ops, llvm::SetVector<unsigned> &args);
-  LogicalResult emitElementCode(BodyPrinter &p, ArrayRef<Value> targets, std::string &error);
-  LogicalResult emitReadyRowOps(BodyPrinter &p, std::string &error);
-
-  tgk::RowKernelOp k;
-  Target target;
-  std::string &out;
-  size_t outer, rank;
-  DenseSet<Value> element;
-  DenseSet<Operation *> rowDone;
-  DenseSet<Value> available; ///< row values defined at row scope
-  /// Element values a reduction loop stored per element (CPU): later loops
-  /// read them back instead of computing them again (softmax's exp).
-  DenseMap<Value, std::string> cached;
-  llvm::SetVector<Value> cachedReads;
-  unsigned counter = 0;
-  /// Whether reduction operand `v` is worth a row buffer: computed (not a
-  /// plain load), read again after the reduction, and the row fits.
-  bool cacheable(Value v) {
-    return target == Target::Cpu && !isa<BlockArgument>(v) && k.getRowSize() <= 16384 &&
-           llvm::any_of(v.getUsers(), [](Operation *u) { return !isa<tgk::ReduceOp>(u); });
-  }
-};
-
-} // namespace
-
-std::string RowPrinter::offset(AffineMap map, ArrayRef<int64_t> strides) {
-  return linearOffset(map, strides, "long long", [&](unsigned d) {
-    return fmt::format("{}idx{}", d < outer ? "o" : "r", d);
-  });
-}
-
-void RowPrinter::collect(Value v, llvm::SetVector<Operation *> &ops,
-                         llvm::SetVector<unsigned> &args) {
-  if (!isElement(v))
-    return;
-  if (cached.count(v)) {
-    cachedReads.insert(v);
-    return;
-  }
-  if (auto arg = dyn_cast<BlockArgument>(v)) {
-    if (!isa<ShapedType>(arg.getType()))
-      args.insert(arg.getArgNumber());
-    return;
-  }
-  Operation *op = v.getDefiningOp();
-  if (ops.contains(op))
-    return;
-  for (Value o : op->getOperands())
-    collect(o, ops, args);
-  ops.insert(op);
-}
-
-LogicalResult RowPrinter::emitReadyRowOps(BodyPrinter &p, std::string &error) {
-  for (Operation &op : k.getBody().front().without_terminator()) {
-    if (rowDone.contains(&op) || isa<tgk::ReduceOp>(op) || isElement(op.getResult(0)))
-      continue;
-    if (!llvm::all_of(op.getOperands(), [&](Value v) { return available.contains(v); }))
-      continue;
-    if (failed(p.print(&op, error)))
-      return failure();
-    rowDone.insert(&op);
-    available.insert(op.getResult(0));
-  }
-  return success();
-}
-
-LogicalResult RowPrinter::emitElementCode(BodyPrinter &p, ArrayRef<Value> targets,
-                                          std::string &error) {
-  llvm::SetVector<Operation *> ops;
-  llvm::SetVector<unsigned> args;
-  cachedReads.clear();
-  for (Value t : targets)
-    collect(t, ops, args);
-  out += "      long long rrem = j;\n";
-  for (size_t d = rank; d-- > outer;) {
-    int64_t size = std::max<int64_t>(k.getRowShape()[d - outer], 1);
-    out += fmt::format("      const long long ridx{0} = rrem % {1}LL; rrem /= {1}LL;\n", d, size);
-  }
-  Block &body = k.getBody().front();
-  for (unsigned j : args) {
-    auto map = cast<AffineMapAttr>(k.getIndexingMaps()[j]).getValue();
-    auto strides = cast<DenseI64ArrayAttr>(k.getInputStrides()[j]).asArrayRef();
-    std::string name = "e" + std::to_string(counter++);
-    Type t = body.getArgument(j).getType();
-    out += fmt::format("      const {} {} = {};\n", computeType(t), name,
-                       load(t, target, fmt::format("in{}[{}]", j, offset(map, strides))));
-    p.bind(body.getArgument(j), name);
-  }
-  for (Value v : cachedReads) {
-    std::string name = "c" + std::to_string(counter++);
-    out += fmt::format("      const {} {} = {}[j];\n", computeType(v.getType()), name, cached[v]);
-    p.bind(v, name);
-  }
-  llvm::SmallVector<Operation *> sorted(ops.begin(), ops.end());
-  llvm::sort(sorted, [](Operation *a, Operation *b) { return a->isBeforeInBlock(b); });
-  for (Operation *op : sorted)
-    if (failed(p.print(op, error)))
-      return failure();
-  return success();
-}
-
-LogicalResult RowPrinter::print(std::string &error) {
-  Block &body = k.getBody().front();
-  for (BlockArgument a : body.getArguments()) {
-    auto map = cast<AffineMapAttr>(k.getIndexingMaps()[a.getArgNumber()]).getValue();
-    bool usesRow = llvm::any_of(map.getResults(), [&](AffineExpr e) {
-      for (size_t d = outer; d < rank; ++d)
-        if (e.isFunctionOfDim(d))
-          return true;
-      return false;
-    });
-    if (usesRow)
-      element.insert(a);
-  }
-  for (Operation &op : body.without_terminator()) {
-    if (auto index = dyn_cast<tgk::IndexOp>(op)) {
-      for (size_t d = outer; d < rank; ++d)
-        if (index.getMap().getResult(0).isFunctionOfDim(d))
-          element.insert(index.getResult());
-      continue;
-    }
-    if (!isa<tgk::ReduceOp>(op) &&
-        llvm::any_of(op.getOperands(), [&](Value v) { return element.contains(v); }))
-      element.insert(op.getResult(0));
-  }
-
-  BodyPrinter p(target, out);
-  p.dimName = [this](unsigned d) { return fmt::format("{}idx{}", d < outer ? "o" : "r", d); };
-  // Row-level inputs, loaded once per row.
-  for (BlockArgument a : body.getArguments()) {
-    if (isElement(a) || isa<ShapedType>(a.getType()))
-      continue;
-    unsigned j = a.getArgNumber();
-    auto map = cast<AffineMapAttr>(k.getIndexingMaps()[j]).getValue();
-    auto strides = cast<DenseI64ArrayAttr>(k.getInputStrides()[j]).asArrayRef();
-    std::string name = "w" + std::to_string(j);
-    out += fmt::format("    const {} {} = {};\n", computeType(a.getType()), name,
-                       load(a.getType(), target, fmt::format("in{}[{}]", j, offset(map, strides))));
-    p.bind(a, name);
-    available.insert(a);
-  }
-  const int64_t n = k.getRowSize();
-  for (Operation &op : body.without_terminator()) {
-    auto red = dyn_cast<tgk::ReduceOp>(op);
-    if (!red)
-      continue;
-    if (failed(emitReadyRowOps(p, error)))
-      return failure();
-    StringRef kindName = red.getKind();
-    if (kindName == "argmax" || kindName == "argmin") {
-      // First extreme position; a NaN wins and stays (ATen's rule).
-      Type vt = red.getValue().getType();
-      std::string r = "red" + std::to_string(counter++);
-      out += fmt::format("    long long {};\n    {{\n      {} best = 0;\n      long long at = -1;\n",
-                         r, computeType(vt));
-      out += fmt::format("    for (long long j = 0; j < {}LL; ++j) {{\n", n);
-      if (failed(emitElementCode(p, {red.getValue()}, error)))
-        return failure();
-      out += fmt::format("      const {} x = {};\n", computeType(vt), p.name(red.getValue()));
-      out += fmt::format("      if (at < 0 || (best == best && (x != x || x {} best))) {{ best = x; at = j; }}\n    }}\n",
-                         kindName == "argmax" ? ">" : "<");
-      out += fmt::format("    {} = at;\n    }}\n", r);
-      p.bind(red.getResult(), r);
-      available.insert(red.getResult());
-      continue;
-    }
-    Type t = red.getType();
-    bool fp = isa<FloatType>(t);
-    // Floats accumulate in float over short rows (vector lanes keep partial
-    // sums, as ATen's kernels do) and in double over long ones.
-    std::string acc = !fp ? "long long"
-                      : (t.isF64() || n > 65536) ? "double" : "float";
-    StringRef kind = red.getKind();
-    std::string r = "red" + std::to_string(counter++);
-    Value operand = red.getValue();
-    std::string cache;
-    if (cacheable(operand) && !cached.count(operand)) {
-      cache = "rcache" + std::to_string(counter++);
-      out += fmt::format("    {} {}[{}];\n", computeType(operand.getType()), cache, n);
-    }
-    out += fmt::format("    {} {};\n    {{\n", computeType(t), r);
-    std::string v;
-    if (kind == "sum" || kind == "prod") {
-      out += fmt::format("      {} acc = {};\n#pragma omp simd reduction({} : acc)\n", acc,
-                         kind == "sum" ? 0 : 1, kind == "sum" ? "+" : "*");
-    } else {
-      bool max = kind == "max";
-      std::string init = fp ? (max ? "-tgc_inf()" : "tgc_inf()")
-                            : (max ? "(long long)(-0x7fffffffffffffffLL - 1)"
-                                   : "0x7fffffffffffffffLL");
-      // NaN propagates: tracked apart so the comparison stays vectorizable.
-      out += fmt::format("      {} acc = {};\n      int nan = 0;\n"
-                         "#pragma omp simd reduction({} : acc) reduction(| : nan)\n",
-                         acc, init, max ? "max" : "min");
-    }
-    out += fmt::format("    for (long long j = 0; j < {}LL; ++j) {{\n", n);
-    if (failed(emitElementCode(p, {red.getValue()}, error)))
-      return failure();
-    if (!cache.empty())
-      out += fmt::format("      {}[j] = {};\n", cache, p.name(operand));
-    std::string val = "(" + acc + ")(" + p.name(red.getValue()) + ")";
-    if (kind == "sum" || kind == "prod")
-      out += fmt::format("      acc {}= {};\n    }}\n", kind == "sum" ? "+" : "*", val);
-    else
-      out += fmt::format("      const {0} x = {1};\n      nan |= x != x;\n"
-                         "      acc = x {2} acc ? x : acc;\n    }}\n      if (nan) acc = ({0})tgc_nan();\n",
-                         acc, val, kind == "max" ? ">" : "<");
-    out += fmt::format("    {} = ({})acc;\n    }}\n", r, computeType(t));
-    if (!cache.empty())
-      cached[operand] = cache;
-    p.bind(red.getResult(), r);
-    available.insert(red.getResult());
-  }
-  if (failed(emitReadyRowOps(p, error)))
-    return failure();
-  auto yield = cast<tgk::YieldOp>(body.getTerminator());
-  SmallVector<Value> elementYields;
-  for (auto [i, v] : llvm::enumerate(yield.getValues())) {
-    auto strides = cast<DenseI64ArrayAttr>(k.getResultStrides()[i]).asArrayRef();
-    if (isElement(v)) {
-      elementYields.push_back(v);
-      continue;
-    }
-    // A row result is written once per row: its row dims are all index 0.
-    SmallVector<AffineExpr> exprs;
-    for (size_t d = 0; d < rank; ++d)
-      exprs.push_back(d < outer ? getAffineDimExpr(d, k.getContext())
-                                : getAffineConstantExpr(0, k.getContext()));
-    AffineMap rowMap = AffineMap::get(rank, 0, exprs, k.getContext());
-    Type t = cast<ShapedType>(k.getResult(i).getType()).getElementType();
-    out += fmt::format("    out{}[{}] = {};\n", i, offset(rowMap, strides), store(t, target, p.name(v)));
-  }
-  if (elementYields.empty())
-    return success();
-  out += fmt::format("#pragma omp simd\n    for (long long j = 0; j < {}LL; ++j) {{\n", n);
-  if (failed(emitElementCode(p, elementYields, error)))
-    return failure();
-  for (auto [i, v] : llvm::enumerate(yield.getValues())) {
-    if (!isElement(v))
-      continue;
-    auto strides = cast<DenseI64ArrayAttr>(k.getResultStrides()[i]).asArrayRef();
-    AffineMap id = AffineMap::getMultiDimIdentityMap(rank, k.getContext());
-    Type t = cast<ShapedType>(k.getResult(i).getType()).getElementType();
-    out += fmt::format("      out{}[{}] = {};\n", i, offset(id, strides), store(t, target, p.name(v)));
-  }
-  out += "    }\n";
-  return success();
-}
-
-LogicalResult emitRowBody(tgk::RowKernelOp kernel, Target target, std::string &out,
-                          std::string &error) {
-  return RowPrinter(kernel, target, out).print(error);
 }
 
 Indexing computeIndexing(tgk::KernelOp kernel, StringRef indexType) {

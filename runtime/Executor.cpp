@@ -5,10 +5,12 @@
 #include <ATen/ops/from_blob.h>
 
 #include "runtime/Counters.h"
+#include "runtime/CudaModules.h"
 #include "runtime/Log.h"
 
 #include <ATen/ops/empty_strided.h>
 #include <ATen/ops/scalar_tensor.h>
+#include <ATen/ops/zeros.h>
 #include <c10/util/Exception.h>
 
 #include <unordered_set>
@@ -60,6 +62,16 @@ bool fitsSpec(const at::Tensor &t, const TensorSpec &spec) {
 
 std::shared_ptr<CompiledGraph> CompiledGraph::load(Plan plan,
                                                    std::string &error) {
+  if (plan.isCuda() && !plan.kernels.empty()) {
+    int64_t compiled = 0;
+    KernelLauncher launcher = cudaLauncher(plan, compiled, error);
+    if (!launcher)
+      return nullptr;
+    std::shared_ptr<CompiledGraph> g = loadWithLauncher(std::move(plan), launcher, error);
+    if (g)
+      g->kernelsCompiled_ = compiled;
+    return g;
+  }
   std::shared_ptr<SharedObject> object;
   bool compiled = false;
   if (!plan.kernels.empty() && plan.device == "cpu") { // loadWith refuses other devices
@@ -84,8 +96,8 @@ std::shared_ptr<CompiledGraph> CompiledGraph::loadWith(Plan plan,
   const Plan &p = g->plan_;
   if (!p.kernels.empty()) {
     if (p.device != "cpu" || !object) {
-      error = "launching generated kernels on " + p.device +
-              " is not implemented yet (CUDA backend issue)";
+      error = "the plan's kernels are for " + p.device +
+              ": load it with CompiledGraph::load or loadWithLauncher";
       return nullptr;
     }
     g->object_ = std::move(object);
@@ -98,21 +110,38 @@ std::shared_ptr<CompiledGraph> CompiledGraph::loadWith(Plan plan,
       g->cpuKernels_.push_back(fn);
     }
   }
+  return g->prepare(error) ? g : nullptr;
+}
+
+std::shared_ptr<CompiledGraph> CompiledGraph::loadWithLauncher(Plan plan, KernelLauncher launcher,
+                                                               std::string &error) {
+  std::shared_ptr<CompiledGraph> g(new CompiledGraph(std::move(plan)));
+  if (!g->plan_.isCuda() || g->plan_.cudaSources.size() != g->plan_.kernels.size()) {
+    error = "loadWithLauncher takes a CUDA plan (one source per kernel); this one is for " +
+            g->plan_.device;
+    return nullptr;
+  }
+  g->launcher_ = std::move(launcher);
+  return g->prepare(error) ? g : nullptr;
+}
+
+bool CompiledGraph::prepare(std::string &error) {
+  const Plan &p = plan_;
   for (const ExternStep &e : p.externs) {
     auto op = c10::Dispatcher::singleton().findSchema({e.op, e.overload});
     if (!op) {
       error = "this LibTorch has no operator " + e.op + "." + e.overload;
-      return nullptr;
+      return false;
     }
-    g->ops_.push_back(*op);
+    ops_.push_back(*op);
     const auto &returns = op->schema().returns();
-    g->isView_.push_back(!returns.empty() && returns[0].alias_info() &&
+    isView_.push_back(!returns.empty() && returns[0].alias_info() &&
                          !returns[0].alias_info()->isWrite());
   }
   // Buffer reuse: an ATen call with any alias annotation (a view, an
   // in-place or out= form) might keep an alias of its arguments.
   std::vector<bool> mayAlias;
-  for (const c10::OperatorHandle &op : g->ops_) {
+  for (const c10::OperatorHandle &op : ops_) {
     bool alias = false;
     for (const auto &a : op.schema().arguments())
       alias |= a.alias_info() != nullptr;
@@ -122,13 +151,13 @@ std::shared_ptr<CompiledGraph> CompiledGraph::loadWith(Plan plan,
     alias |= op.schema().name().find("unsafe") != std::string::npos;
     mayAlias.push_back(alias);
   }
-  g->memory_ = planMemory(p, mayAlias);
-  counters().arenaBytes = g->memory_.arenaBytes;
-  counters().unsharedBytes = g->memory_.unsharedBytes;
+  memory_ = planMemory(p, mayAlias);
+  counters().arenaBytes = memory_.arenaBytes;
+  counters().unsharedBytes = memory_.unsharedBytes;
   if (logEnabled("memory"))
-    log("memory", "graph: arena of " + std::to_string(g->memory_.arenaBytes) +
-                      " bytes for intermediates (" + std::to_string(g->memory_.unsharedBytes) +
-                      " without reuse, peak live " + std::to_string(g->memory_.peakLiveBytes) + ")");
+    log("memory", "graph: arena of " + std::to_string(memory_.arenaBytes) +
+                      " bytes for intermediates (" + std::to_string(memory_.unsharedBytes) +
+                      " without reuse, peak live " + std::to_string(memory_.peakLiveBytes) + ")");
   // Liveness: release each intermediate after its last use.
   std::vector<int> lastUse(p.values.size(), -1);
   auto use = [&](int v, int step) { lastUse[v] = std::max(lastUse[v], step); };
@@ -147,11 +176,11 @@ std::shared_ptr<CompiledGraph> CompiledGraph::loadWith(Plan plan,
   }
   std::unordered_set<int> keep(p.outputs.begin(), p.outputs.end());
   keep.insert(p.inputs.begin(), p.inputs.end());
-  g->releaseAfter_.resize(p.steps.size());
+  releaseAfter_.resize(p.steps.size());
   for (size_t v = 0; v < p.values.size(); ++v)
     if (lastUse[v] >= 0 && !keep.count(v))
-      g->releaseAfter_[lastUse[v]].push_back(v);
-  return g;
+      releaseAfter_[lastUse[v]].push_back(v);
+  return true;
 }
 
 void CompiledGraph::runKernel(const KernelStep &k,
@@ -172,12 +201,35 @@ void CompiledGraph::runKernel(const KernelStep &k,
       values[v] = at::empty_strided(s.sizes, s.strides, options);
     buffers.push_back(values[v].data_ptr());
   }
-  int64_t error[2] = {0, 0}; // check number + 1, bad index
-  if (!k.checks.empty())
-    buffers.push_back(error);
   size_t index = &k - plan_.kernels.data();
-  cpuKernels_[index](buffers.data());
+  int64_t error[2] = {0, 0}; // check number + 1, bad index
+  if (!launcher_) {
+    if (!k.checks.empty())
+      buffers.push_back(error);
+    cpuKernels_[index](buffers.data());
+    counters().kernelLaunches++;
+    checkIndexError(k, error);
+    return;
+  }
+  // The record lives where the kernel runs; reading it back waits for the
+  // kernel, so only kernels with index checks pay that.
+  at::Tensor record;
+  if (!k.checks.empty()) {
+    record = at::zeros({2}, at::TensorOptions().dtype(at::kLong).device(device));
+    buffers.push_back(record.data_ptr());
+  }
+  std::vector<void *> args;
+  for (void *&b : buffers)
+    args.push_back(&b);
+  launcher_(index, k, device, args.data());
   counters().kernelLaunches++;
+  if (record.defined()) {
+    at::Tensor host = record.cpu();
+    checkIndexError(k, host.data_ptr<int64_t>());
+  }
+}
+
+void CompiledGraph::checkIndexError(const KernelStep &k, const int64_t error[2]) const {
   if (error[0] > 0 && size_t(error[0]) <= k.checks.size()) {
     const IndexCheck &c = k.checks[error[0] - 1];
     TORCH_CHECK_INDEX(false, c.origin.empty() ? "" : c.origin + ": ", "index ", error[1],

@@ -9,6 +9,7 @@
 #include <ATen/core/Tensor.h>
 #include <ATen/core/dispatch/Dispatcher.h>
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <vector>
@@ -29,6 +30,13 @@ bool fitsSpec(const at::Tensor &t, const TensorSpec &spec);
 c10::IValue argToIValue(const ArgValue &a, const c10::Argument &schemaArg,
                         const std::vector<at::Tensor> &values);
 
+/// Launches kernel `index` of a CUDA plan on `device`. `args` holds one
+/// pointer per kernel parameter, as cuLaunchKernel takes them: to each
+/// buffer's address (inputs, then outputs), then to the index-error
+/// record's when the step has checks.
+using KernelLauncher =
+    std::function<void(size_t index, const KernelStep &k, const at::Device &device, void **args)>;
+
 /// A Plan with its kernels compiled and loaded, ready to run many times.
 class CompiledGraph {
 public:
@@ -40,6 +48,11 @@ public:
   /// AOT package's shared object): nothing is compiled.
   static std::shared_ptr<CompiledGraph> loadWith(Plan plan, std::shared_ptr<SharedObject> object,
                                                  std::string &error);
+  /// A CUDA plan whose kernels `launcher` runs: the CUDA driver's (see
+  /// CudaModules.h) or, in tests, the CPU emulator's. Buffers live on the
+  /// inputs' device; extern steps run through ATen there.
+  static std::shared_ptr<CompiledGraph> loadWithLauncher(Plan plan, KernelLauncher launcher,
+                                                         std::string &error);
 
   /// Runs the plan. `inputs` must match the plan's input specs (the caller
   /// checks guards); outputs have exactly the specs' layouts.
@@ -54,6 +67,9 @@ public:
 private:
   using CpuKernel = void (*)(void *const *);
   explicit CompiledGraph(Plan plan) : plan_(std::move(plan)) {}
+  /// Resolves extern ops and plans memory and buffer lifetimes.
+  bool prepare(std::string &error);
+  void checkIndexError(const KernelStep &k, const int64_t error[2]) const;
   void runKernel(const KernelStep &k, std::vector<at::Tensor> &values,
                  const at::Device &device, const at::Tensor &arena) const;
   void runExtern(size_t index, std::vector<at::Tensor> &values) const;
@@ -61,6 +77,7 @@ private:
   Plan plan_;
   std::shared_ptr<SharedObject> object_;
   std::vector<CpuKernel> cpuKernels_;
+  KernelLauncher launcher_; ///< CUDA plans
   std::vector<c10::OperatorHandle> ops_;
   std::vector<bool> isView_; ///< the op returns an alias of an input (no work)
   std::vector<std::vector<int>> releaseAfter_; ///< per step: dead buffers

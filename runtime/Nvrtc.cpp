@@ -2,13 +2,17 @@
 #include "runtime/Nvrtc.h"
 
 #include "runtime/ArtifactCache.h"
+#include "runtime/Log.h"
 
 #include <nvrtc.h>
 
+#include <atomic>
 #include <cstring>
 #include <dlfcn.h>
 #include <filesystem>
 #include <mutex>
+#include <regex>
+#include <thread>
 
 namespace tgc {
 
@@ -19,7 +23,7 @@ namespace {
   X(nvrtcVersion) X(nvrtcCreateProgram) X(nvrtcCompileProgram)                 \
   X(nvrtcDestroyProgram) X(nvrtcGetProgramLogSize) X(nvrtcGetProgramLog)       \
   X(nvrtcGetCUBINSize) X(nvrtcGetCUBIN) X(nvrtcGetPTXSize) X(nvrtcGetPTX)      \
-  X(nvrtcGetErrorString)
+  X(nvrtcGetErrorString) X(nvrtcGetNumSupportedArchs) X(nvrtcGetSupportedArchs)
 
 /// The NVRTC entry points, resolved once.
 struct NvrtcApi {
@@ -61,6 +65,23 @@ const NvrtcApi &api() {
   return a;
 }
 
+/// TGC_LOG=kernels: ptxas's register and spill report (-Xptxas=-v) of each
+/// compiled kernel; spills get their own line, since they cost bandwidth.
+void logSpills(const std::string &name, const std::string &arch, const std::string &report) {
+  if (!logEnabled("kernels"))
+    return;
+  std::smatch m;
+  static const std::regex spill(R"((\d+) bytes spill stores, (\d+) bytes spill loads)");
+  static const std::regex regs(R"(Used (\d+) registers)");
+  std::string line = "compiled " + name + " for " + arch;
+  if (std::regex_search(report, m, regs))
+    line += ": " + m[1].str() + " registers";
+  log("kernels", line);
+  if (std::regex_search(report, m, spill) && (m[1] != "0" || m[2] != "0"))
+    log("kernels", name + " spills registers: " + m[1].str() + " bytes stored, " + m[2].str() +
+                        " bytes loaded (" + arch + ")");
+}
+
 } // namespace
 
 bool nvrtcAvailable(std::string *why) {
@@ -78,7 +99,7 @@ std::string nvrtcVersion() {
 
 std::vector<std::string> nvrtcOptions(const std::string &arch) {
   std::vector<std::string> opts = {"-std=c++17", "--gpu-architecture=" + arch,
-                                   "-lineinfo"};
+                                   "-lineinfo", "-Xptxas=-v"};
   const char *home = std::getenv("CUDA_HOME");
   std::string include = std::string(home && *home ? home : "/usr/local/cuda") + "/include";
   if (std::filesystem::exists(include + "/cuda_fp16.h"))
@@ -158,6 +179,7 @@ NvrtcResult compileCudaUncached(const std::string &source, const std::string &na
     a.nvrtcDestroyProgram(&prog);
     return r;
   }
+  logSpills(name, arch, r.log);
   size_t size = 0;
   if (a.nvrtcGetCUBINSize(prog, &size) == NVRTC_SUCCESS && size) {
     r.cubin.resize(size);
@@ -170,6 +192,45 @@ NvrtcResult compileCudaUncached(const std::string &source, const std::string &na
   a.nvrtcDestroyProgram(&prog);
   r.ok = true;
   return r;
+}
+
+std::string nvrtcTargetFor(const std::string &smArch) {
+  const NvrtcApi &a = api();
+  int want = std::atoi(smArch.c_str() + (smArch.rfind("sm_", 0) == 0 ? 3 : 0));
+  int count = 0, best = 0;
+  if (a.handle && a.nvrtcGetNumSupportedArchs(&count) == NVRTC_SUCCESS && count > 0) {
+    std::vector<int> archs(count);
+    a.nvrtcGetSupportedArchs(archs.data());
+    for (int x : archs) {
+      if (x == want)
+        return "sm_" + std::to_string(x);
+      if (x < want)
+        best = std::max(best, x);
+    }
+  }
+  // A device newer than this NVRTC: PTX for the newest architecture it
+  // knows, which the driver compiles for the device when loading it.
+  return best ? "compute_" + std::to_string(best) : smArch;
+}
+
+std::vector<NvrtcResult> compileCudaAll(const std::vector<std::string> &sources,
+                                        const std::vector<std::string> &names,
+                                        const std::string &arch, unsigned threads) {
+  std::vector<NvrtcResult> results(sources.size());
+  if (threads == 0)
+    threads = std::max(1u, std::min(8u, std::thread::hardware_concurrency()));
+  std::atomic<size_t> next{0};
+  auto work = [&] {
+    for (size_t i; (i = next++) < sources.size();)
+      results[i] = compileCuda(sources[i], names[i], arch);
+  };
+  std::vector<std::thread> pool;
+  for (unsigned t = 1; t < std::min<size_t>(threads, sources.size()); ++t)
+    pool.emplace_back(work);
+  work();
+  for (std::thread &t : pool)
+    t.join();
+  return results;
 }
 
 } // namespace tgc

@@ -25,8 +25,9 @@ bool nvrtcAvailable(std::string *why = nullptr);
 /// NVRTC's version as "major.minor".
 std::string nvrtcVersion();
 
-/// The options tgc passes: -std=c++17, --gpu-architecture=<arch>, the
-/// toolkit's include directory, and line info for profilers.
+/// The options tgc passes (docs/cuda-backend.md says why): -std=c++17,
+/// --gpu-architecture=<arch>, line info for profilers, ptxas's resource
+/// report (-Xptxas=-v, for the spill log), the toolkit's include directory.
 std::vector<std::string> nvrtcOptions(const std::string &arch);
 
 /// Compiles `source` for `arch` ("sm_80", "sm_90"): cubin for that exact
@@ -37,6 +38,17 @@ NvrtcResult compileCuda(const std::string &source, const std::string &name,
 /// The same without consulting or filling the cache.
 NvrtcResult compileCudaUncached(const std::string &source, const std::string &name,
                                 const std::string &arch);
+/// What to compile for a device of architecture `smArch` ("sm_90"): that
+/// architecture when this NVRTC knows it (cubin), else "compute_XY" for the
+/// newest one it knows below (PTX, which the driver compiles when loading).
+std::string nvrtcTargetFor(const std::string &smArch);
+
+/// compileCuda for each source (names[i] its kernel), on `threads` threads
+/// (0: up to 8, the hardware's count); results in the sources' order.
+std::vector<NvrtcResult> compileCudaAll(const std::vector<std::string> &sources,
+                                        const std::vector<std::string> &names,
+                                        const std::string &arch, unsigned threads = 0);
+
 /// The key inputs of a CUDA kernel artifact.
 KeyInputs cudaKernelKey(const std::string &source, const std::string &arch);
 

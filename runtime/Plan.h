@@ -65,6 +65,9 @@ struct KernelStep {
   int64_t numel = 0;
   int64_t block = 256;
   int64_t vector = 1;
+  /// CUDA: blocks that give every thread one trip through the kernel's
+  /// grid-stride loop (codegen::cudaLaunch); a launcher may cap it.
+  int64_t grid = 1;
   std::vector<IndexCheck> checks;
 };
 
@@ -82,7 +85,7 @@ struct Step {
 };
 
 struct Plan {
-  std::string device = "cpu";      ///< "cpu" or "cuda"
+  std::string device = "cpu";      ///< "cpu", or "cuda" (any "cuda:N")
   std::vector<TensorSpec> values;  ///< every buffer the plan touches
   std::vector<int> inputs;         ///< value ids bound to the graph inputs
   std::vector<int> outputs;        ///< value ids returned
@@ -91,6 +94,9 @@ struct Plan {
   std::vector<ExternStep> externs;
   std::string cpuSource;               ///< one C++ TU with every kernel
   std::vector<std::string> cudaSources; ///< one CUDA TU per kernel
+
+  /// Whether the kernels are CUDA sources (device "cuda" or "cuda:N").
+  bool isCuda() const { return device.rfind("cuda", 0) == 0; }
 
   /// Human-readable listing (TGC_DEBUG_DIR, explain()).
   std::string str() const;

@@ -10,7 +10,7 @@ namespace tgc {
 
 namespace {
 
-constexpr uint32_t kPlanFormat = 2; // 2: kernels carry their index checks
+constexpr uint32_t kPlanFormat = 3; // 2: kernels carry their index checks; 3: CUDA grid
 
 void writeArg(Writer &w, const ArgValue &a) {
   w.u8(a.kind);
@@ -83,6 +83,7 @@ std::string serializePlan(const Plan &p) {
     w.i64(k.numel);
     w.i64(k.block);
     w.i64(k.vector);
+    w.i64(k.grid);
     w.i64(k.checks.size());
     for (const IndexCheck &c : k.checks) {
       w.i64(c.dim);
@@ -146,6 +147,7 @@ bool deserializePlan(const std::string &data, Plan &p, std::string &error) {
       k.numel = r.i64();
       k.block = r.i64();
       k.vector = r.i64();
+      k.grid = r.i64();
       k.checks.resize(r.count(25));
       for (IndexCheck &c : k.checks) {
         c.dim = r.i64();

@@ -11,6 +11,12 @@
 
 namespace tgc::models {
 
+/// Ten pointwise ops over x [rows, n] and y [n]: one fused kernel, two reads
+/// and one write (bench/cpu_compare.py and bench/gpu_compare.py: chain10).
+inline torch::Tensor chain10(torch::Tensor x, torch::Tensor y) {
+  return ((((x * y + 1).sigmoid() - x).relu() * 2 + y).tanh() * x - 0.5).abs();
+}
+
 /// torch::nn's transformer encoder layer (post-norm, ReLU MLP), no dropout.
 inline torch::nn::TransformerEncoderLayer transformerLayer(int64_t d = 256, int64_t heads = 4) {
   return torch::nn::TransformerEncoderLayer(
@@ -80,6 +86,15 @@ inline torch::nn::Sequential geluMlp(int64_t d = 512, int64_t hidden = 2048) {
   return torch::nn::Sequential(torch::nn::Linear(d, hidden),
                                torch::nn::GELU(torch::nn::GELUOptions().approximate("tanh")),
                                torch::nn::Linear(hidden, d));
+}
+
+/// Linear(256, 512) - GELU - Linear(512, 512) - ReLU - Linear(512, 128) -
+/// LayerNorm: every GEMM has a pointwise or row epilogue (the model tests).
+inline torch::nn::Sequential epilogueMlp() {
+  return torch::nn::Sequential(torch::nn::Linear(256, 512), torch::nn::GELU(),
+                               torch::nn::Linear(512, 512), torch::nn::ReLU(),
+                               torch::nn::Linear(512, 128),
+                               torch::nn::LayerNorm(torch::nn::LayerNormOptions({128})));
 }
 
 } // namespace tgc::models

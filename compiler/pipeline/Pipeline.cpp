@@ -53,6 +53,8 @@ private:
   LogicalResult addScatterAdd(tgk::ScatterAddKernelOp k);
   /// Appends a launch of `op` (a tgk.kernel or tgk.row_kernel).
   KernelStep &pushKernel(Operation *op, StringRef name, ValueRange inputs, int64_t numel);
+  /// CUDA plans: the step's grid and block from codegen's launch config.
+  void setCudaLaunch(Operation *k, KernelStep &step);
   FailureOr<ArgValue> argOf(Attribute a, tg::ExternOp e);
 
   Plan &plan;
@@ -77,11 +79,11 @@ KernelStep &PlanBuilder::pushKernel(Operation *op, StringRef name, ValueRange in
 }
 
 LogicalResult PlanBuilder::addKernel(tgk::KernelOp k) {
-  std::string src = plan.device == "cuda" ? codegen::emitCudaKernel(k, error)
-                                          : codegen::emitCpuKernel(k, error);
+  std::string src = plan.isCuda() ? codegen::emitCudaKernel(k, error)
+                                  : codegen::emitCpuKernel(k, error);
   if (src.empty())
     return failure();
-  if (plan.device == "cuda")
+  if (plan.isCuda())
     plan.cudaSources.push_back(codegen::cudaPrelude() + src);
   else
     plan.cpuSource += src;
@@ -93,24 +95,37 @@ LogicalResult PlanBuilder::addKernel(tgk::KernelOp k) {
     step.block = s.getBlock();
     step.vector = s.getVector();
   }
+  setCudaLaunch(k, step);
   return success();
 }
 
+void PlanBuilder::setCudaLaunch(Operation *k, KernelStep &step) {
+  if (!plan.isCuda())
+    return;
+  codegen::CudaLaunch launch = codegen::cudaLaunch(k);
+  step.grid = launch.grid;
+  step.block = launch.block;
+}
+
 LogicalResult PlanBuilder::addRowKernel(tgk::RowKernelOp k) {
-  if (plan.device != "cpu") {
-    error = "row kernels are emitted for the CPU only so far";
-    return failure();
-  }
-  std::string src = codegen::emitCpuRowKernel(k, error);
+  std::string src = plan.isCuda() ? codegen::emitCudaRowKernel(k, error)
+                                  : codegen::emitCpuRowKernel(k, error);
   if (src.empty())
     return failure();
-  plan.cpuSource += src;
-  pushKernel(k, k.getSymName(), k.getInputs(), k.getNumRows() * k.getRowSize());
+  if (plan.isCuda())
+    plan.cudaSources.push_back(codegen::cudaPrelude() + src);
+  else
+    plan.cpuSource += src;
+  KernelStep &step = pushKernel(k, k.getSymName(), k.getInputs(), k.getNumRows() * k.getRowSize());
+  k.walk([&](tgk::CheckIndexOp c) {
+    step.checks.push_back({c.getDim(), (int64_t)c.getSize(), c.getWrap(), c.getOrigin().str()});
+  });
+  setCudaLaunch(k, step);
   return success();
 }
 
 LogicalResult PlanBuilder::addScatterAdd(tgk::ScatterAddKernelOp k) {
-  if (plan.device == "cuda")
+  if (plan.isCuda())
     plan.cudaSources.push_back(codegen::cudaPrelude() + codegen::emitCudaScatterAddKernel(k));
   else
     plan.cpuSource += codegen::emitCpuScatterAddKernel(k);
@@ -119,6 +134,7 @@ LogicalResult PlanBuilder::addScatterAdd(tgk::ScatterAddKernelOp k) {
   SmallVector<Value, 3> inputs = {k.getSelf(), k.getIndex(), k.getSrc()};
   KernelStep &step = pushKernel(k, k.getSymName(), inputs, self.getNumElements());
   step.checks.push_back({dim, self.getDimSize(dim), false, "aten::scatter_add"});
+  setCudaLaunch(k, step);
   return success();
 }
 

@@ -69,10 +69,7 @@ Counts check(const std::string &name, F fn, double tol, double bound, int breaks
 TEST(Models, Mlp) {
   torch::manual_seed(1);
   torch::NoGradGuard noGrad;
-  torch::nn::Sequential mlp(torch::nn::Linear(256, 512), torch::nn::GELU(),
-                            torch::nn::Linear(512, 512), torch::nn::ReLU(),
-                            torch::nn::Linear(512, 128),
-                            torch::nn::LayerNorm(torch::nn::LayerNormOptions({128})));
+  torch::nn::Sequential mlp = tgc::models::epilogueMlp();
   auto fn = [&](torch::Tensor x) { return mlp->forward(x); };
   // Three GEMMs with everything else in their epilogues: as many launches
   // as eager (whose addmm adds the bias inside the GEMM), none extra.

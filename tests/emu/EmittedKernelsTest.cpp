@@ -173,5 +173,51 @@ TEST(EmittedKernels, NonContiguousInputAndMathFunctions) {
     }
 }
 
+class EmittedVectorKernel : public ::testing::TestWithParam<DType> {};
+
+TEST_P(EmittedVectorKernel, AlignedAndMisalignedBuffersMatch) {
+  // relu(a * b) over contiguous buffers: 16-byte vectors when aligned, the
+  // scalar loop when a buffer is not (an input shifted by one element).
+  const DType t = GetParam();
+  const int64_t rows = 24, cols = 40;
+  Segment s;
+  s.device = "cuda";
+  TensorSpec m{{rows, cols}, {cols, 1}, t};
+  s.values = {m, m, m, m};
+  s.inputs = {0, 1};
+  s.nodes = {{"aten::mul", "Tensor", {tensorArg(0), tensorArg(1)}, {2}},
+             {"aten::relu", "", {tensorArg(2)}, {3}}};
+  s.outputs = {3};
+  PipelineResult r = runPipeline(s);
+  ASSERT_TRUE(r.ok) << r.error;
+  ASSERT_NE(r.plan.cudaSources[0].find("tgc_vec<"), std::string::npos);
+  const Plan &p = r.plan;
+  for (size_t shift : {0, 1}) {
+    SCOPED_TRACE("input shifted by " + std::to_string(shift) + " elements");
+    const size_t bytes = elementBytes(t);
+    std::vector<unsigned char> a = randomBuffer(p.values[p.inputs[0]], 5);
+    std::vector<unsigned char> b = randomBuffer(p.values[p.inputs[1]], 6);
+    std::vector<unsigned char> shifted(a.size() + 16, 0), out(a.size() + 16, 0xff);
+    std::copy(a.begin(), a.end(), shifted.begin() + 16 + shift * bytes);
+    std::vector<void *> ptrs(p.values.size());
+    // Vectors of 16 bytes: base pointers from std::vector are 16-aligned.
+    ptrs[p.inputs[0]] = shifted.data() + 16 + shift * bytes;
+    ptrs[p.inputs[1]] = b.data();
+    ptrs[p.outputs[0]] = out.data();
+    runPlanSteps(p, ptrs, [](const KernelStep &k) { return gridStrideLaunch(k, 3); });
+    const unsigned char *outp = out.data();
+    std::vector<unsigned char> o(outp, outp + a.size());
+    for (int64_t i = 0; i < rows * cols; ++i) {
+      std::vector<unsigned char> rounded(8);
+      storeFloat(rounded, t, 0, std::fmax(loadAsFloat(a, t, i) * loadAsFloat(b, t, i), 0.0f));
+      ASSERT_EQ(loadAsFloat(o, t, i), loadAsFloat(rounded, t, 0)) << "element " << i;
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(DTypes, EmittedVectorKernel,
+                         ::testing::Values(DType::Float32, DType::Float16, DType::BFloat16),
+                         [](const auto &info) { return std::string(dtypeName(info.param)); });
+
 } // namespace
 } // namespace tgc::emu

@@ -7,7 +7,7 @@ namespace tgc::emu {
 
 LaunchConfig gridStrideLaunch(const KernelStep &k, unsigned maxBlocks) {
   int64_t block = std::max<int64_t>(k.block, 1);
-  int64_t blocks = std::min<int64_t>((k.numel + block - 1) / block, maxBlocks);
+  int64_t blocks = std::min<int64_t>(k.grid, maxBlocks);
   return LaunchConfig{{(unsigned)std::max<int64_t>(blocks, 1)}, {(unsigned)block}};
 }
 

@@ -16,9 +16,9 @@ namespace tgc::emu {
 /// The launch shape of one kernel step.
 using LaunchShape = std::function<LaunchConfig(const KernelStep &)>;
 
-/// A 1-D grid of ceil(numel / block) blocks (at least one, at most
-/// `maxBlocks`) of `block` threads: what a grid-stride kernel needs. Capping
-/// the grid makes each thread take several trips through the loop.
+/// The step's 1-D grid (codegen's launch config), at most `maxBlocks`, of
+/// `block` threads. tgc's CUDA kernels are grid-stride loops: capping the
+/// grid makes each thread take several trips through the loop.
 LaunchConfig gridStrideLaunch(const KernelStep &k, unsigned maxBlocks = 65535);
 
 /// Runs the steps of `plan` in order. `buffers[v]` is the host memory of value

@@ -1,0 +1,77 @@
+// Compiles the GPU benchmark's workloads ahead of time, on a development
+// machine (MLIR, NVRTC, no GPU needed), into .tgccase files that
+// tgc-bench-gpu runs on a GPU machine with tgc_runtime only: a pointwise
+// chain, softmax, layer_norm, a GELU MLP and a transformer layer (GPT-2
+// block), all bfloat16. bench/gpu_compare.py defines the same workloads in
+// Python for torch.compile.
+//
+// Usage: tgc-gpu-prepare <out-dir> [--small]   (--small: shapes for a quick check)
+#include "bench/models/Models.h"
+#include "tests/gpu/GpuCaseBuilder.h"
+
+#include <torch/torch.h>
+
+#include <filesystem>
+#include <iostream>
+
+namespace {
+
+using torch::Tensor;
+
+struct Workload {
+  std::string name;
+  std::vector<Tensor> inputs;
+  tgc::gpu::Program fn;
+};
+
+std::vector<Workload> workloads(bool small) {
+  const auto bf16 = torch::TensorOptions().dtype(torch::kBFloat16);
+  // Values do not matter for capture; the benchmark makes its own inputs.
+  const int64_t rows = small ? 64 : 16384, n = small ? 512 : 4096;
+  const int64_t md = small ? 128 : 2048, mtokens = small ? 64 : 8192;
+  const int64_t d = small ? 128 : 1024, heads = small ? 4 : 16, batch = small ? 1 : 4,
+                time = small ? 32 : 1024;
+  auto mlp = tgc::models::geluMlp(md, 4 * md);
+  mlp->to(torch::kBFloat16);
+  tgc::models::Gpt2Block block(d, heads);
+  block->to(torch::kBFloat16);
+  return {
+      {"pointwise_chain", {torch::empty({rows, n}, bf16), torch::empty({n}, bf16)},
+       [](const auto &in) { return std::vector<Tensor>{tgc::models::chain10(in[0], in[1])}; }},
+      {"softmax", {torch::empty({rows, n}, bf16)},
+       [](const auto &in) { return std::vector<Tensor>{torch::softmax(in[0], -1)}; }},
+      {"layer_norm", {torch::empty({rows, n}, bf16), torch::empty({n}, bf16), torch::empty({n}, bf16)},
+       [n](const auto &in) { return std::vector<Tensor>{torch::layer_norm(in[0], {n}, in[1], in[2])}; }},
+      {"gelu_mlp", {torch::empty({mtokens, md}, bf16)},
+       [mlp](const auto &in) mutable { return std::vector<Tensor>{mlp->forward(in[0])}; }},
+      {"transformer_layer", {torch::empty({batch, time, d}, bf16)},
+       [block](const auto &in) mutable { return std::vector<Tensor>{block->forward(in[0])}; }},
+  };
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  if (argc < 2) {
+    std::cerr << "usage: tgc-gpu-prepare <out-dir> [--small]\n";
+    return 2;
+  }
+  std::string out = argv[1];
+  bool small = argc > 2 && std::string(argv[2]) == "--small";
+  std::filesystem::create_directories(out);
+  torch::NoGradGuard noGrad;
+  try {
+    for (const Workload &w : workloads(small)) {
+      std::vector<Tensor> planInputs;
+      tgc::gpu::GpuCase c = tgc::gpu::caseFromProgram(w.name, w.fn, w.inputs, planInputs);
+      // No inputs stored: tgc-bench-gpu makes random ones per input spec.
+      tgc::gpu::writeGpuCase(c, out + "/" + w.name + ".tgccase");
+      std::cout << w.name << ": " << c.plan.kernels.size() << " kernels, " << c.plan.externs.size()
+                << " ATen calls (eager: " << c.eager.externs.size() << " ops)\n";
+    }
+  } catch (const std::exception &e) {
+    std::cerr << "tgc-gpu-prepare: " << e.what() << "\n";
+    return 1;
+  }
+  return 0;
+}

@@ -1,0 +1,87 @@
+//===- BodyPrinter.h - scalar body printing shared by the emitters -------===//
+//
+// Internal to codegen: the printer of kernel-body ops and the index helpers
+// that ScalarEmitter.cpp (tgk.kernel) and RowEmitter.cpp (tgk.row_kernel)
+// both use.
+//
+//===----------------------------------------------------------------------===//
+#ifndef TGC_CODEGEN_BODYPRINTER_H
+#define TGC_CODEGEN_BODYPRINTER_H
+
+#include "codegen/Emitters.h"
+
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/DenseSet.h"
+
+#include <fmt/format.h>
+#include <functional>
+
+namespace tgc::codegen::detail {
+
+/// The C type a value of `t` is computed in: half types widen to float.
+std::string computeType(mlir::Type t);
+
+using NameFn = std::function<std::string(unsigned)>;
+/// The element offset `map` reaches in a buffer of `strides`, with dims
+/// named by `dim` and symbols (tgk.load indices) by `sym`.
+std::string linearOffset(mlir::AffineMap map, llvm::ArrayRef<int64_t> strides,
+                         llvm::StringRef type, const NameFn &dim, const NameFn &sym = nullptr);
+
+using mlir::Value;
+using mlir::Operation;
+using mlir::LogicalResult;
+using llvm::StringRef;
+using llvm::DenseMap;
+using llvm::DenseSet;
+
+/// Prints one body op at a time as `const T vN = expr;`.
+class BodyPrinter {
+public:
+  BodyPrinter(Target target, std::string &out) : target(target), out(out) {}
+
+  void bind(Value v, std::string name) { names[v] = std::move(name); }
+  /// How iteration index `d` is spelled (tgk.index); idx<d> by default.
+  std::function<std::string(unsigned)> dimName = [](unsigned d) {
+    return "idx" + std::to_string(d);
+  };
+  const std::string &name(Value v) { return names[v]; }
+  LogicalResult print(Operation *op, std::string &error);
+
+private:
+  /// C math functions by precision (expf/exp): on the CPU the prelude
+  /// declares them `omp declare simd`, so loops vectorize through libmvec.
+  std::string math(StringRef fn, Value x) {
+    bool isDouble = x.getType().isF64();
+    return fmt::format("{}{}({})", fn.str(), isDouble ? "" : "f", name(x));
+  }
+  std::string binary(Operation *op, StringRef sym) {
+    return fmt::format("{} {} {}", name(op->getOperand(0)), sym.str(),
+                       name(op->getOperand(1)));
+  }
+  std::string call(StringRef fn, Operation *op) {
+    return fmt::format("{}({}, {})", fn.str(), name(op->getOperand(0)),
+                       name(op->getOperand(1)));
+  }
+  std::string castTo(Operation *op) {
+    return fmt::format("({})({})", computeType(op->getResult(0).getType()),
+                       name(op->getOperand(0)));
+  }
+  std::string compare(StringRef pred, Operation *op, bool ordered);
+  std::string loadExpr(tgk::LoadOp o);
+  int checkId(tgk::CheckIndexOp o);
+
+  Target target;
+  /// Values printed as expressions at their uses rather than as statements:
+  /// loads and the selects over them, so a load runs only where its select
+  /// arm is taken (concatenation and padding read positions that exist only
+  /// there).
+  DenseSet<Value> lazy;
+  std::string &out;
+  DenseMap<Value, std::string> names;
+  unsigned next = 0;
+};
+
+
+} // namespace tgc::codegen::detail
+
+#endif // TGC_CODEGEN_BODYPRINTER_H

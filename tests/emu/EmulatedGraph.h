@@ -1,0 +1,49 @@
+//===- EmulatedGraph.h - capture on the CPU, compile for CUDA, emulate ----===//
+//
+// The CUDA backend checked without a GPU: a program is captured on CPU
+// tensors, its segment recompiled for device "cuda", and the Plan run by
+// tgc's own executor with CPU buffers, its kernels (the exact generated
+// CUDA sources) in the emulator and its extern steps through CPU ATen.
+#ifndef TGC_TESTS_EMU_EMULATEDGRAPH_H
+#define TGC_TESTS_EMU_EMULATEDGRAPH_H
+
+#include "compiler/capture/Segment.h"
+
+#include <ATen/core/Tensor.h>
+
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace tgc::emu {
+
+using Program = std::function<std::vector<at::Tensor>(const std::vector<at::Tensor> &)>;
+
+struct EmulatedRun {
+  std::vector<at::Tensor> outputs;
+  std::vector<Plan> plans;                ///< the CUDA plan of each segment that ran
+  std::vector<Segment> segments;          ///< each segment, as captured
+  std::vector<std::vector<at::Tensor>> segmentInputs; ///< what each segment ran on
+};
+
+/// Captures `fn` on `inputs`, compiles each segment (one per graph break)
+/// for CUDA and runs it emulated. `maxGrid` caps every launch's grid, so
+/// grid-stride loops take several trips. Throws on a pipeline error;
+/// kernel errors (a bad index) raise as from the JIT.
+EmulatedRun runEmulated(const Program &fn, const std::vector<at::Tensor> &inputs,
+                        unsigned maxGrid = 1u << 20);
+
+/// With TGC_GPU_CORPUS_DIR set, writes a single-segment run as
+/// `<dir>/<name>.tgccase` (tests/gpu/GpuCase.h: plan, sm_90 cubins, eager
+/// plan, inputs, `expected`, `tol`) for tgc_gpu_corpus_tests to run on a
+/// GPU; a no-op otherwise and for runs with graph breaks.
+void recordGpuCase(const std::string &name, const EmulatedRun &run,
+                   const std::vector<at::Tensor> &expected, double tol);
+
+/// NVRTC-compiles every CUDA source of `plans` for `arch` (in parallel, via
+/// the kernel cache); "" when all compile, else the first error.
+std::string compileAllWithNvrtc(const std::vector<Plan> &plans, const std::string &arch);
+
+} // namespace tgc::emu
+
+#endif // TGC_TESTS_EMU_EMULATEDGRAPH_H

@@ -1,0 +1,270 @@
+// The e2e matrices and models with device "cuda", on the CPU: each program
+// is captured, compiled for CUDA, its kernels run in the emulator (extern
+// steps through CPU ATen) and compared with eager; every kernel source also
+// compiles with NVRTC for sm_80 and sm_90. Cases come from the CPU
+// matrices' own lists (tests/e2e/*Cases.h); the dtype x layout grid is
+// thinned (see each test) to keep a cold run within CI's time.
+#include "bench/models/Models.h"
+#include "tests/e2e/IndexingCases.h"
+#include "tests/e2e/LayoutCases.h"
+#include "tests/e2e/OpMatrixCases.h"
+#include "tests/e2e/ReductionCases.h"
+#include "tests/emu/EmulatedGraph.h"
+
+#include <c10/util/Exception.h>
+#include <map>
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+namespace tgc::emu {
+namespace {
+
+using torch::Tensor;
+
+bool isHalf(torch::ScalarType t) { return t == torch::kHalf || t == torch::kBFloat16; }
+
+void expectClose(const Tensor &got, const Tensor &want, double tol) {
+  ASSERT_EQ(got.sizes(), want.sizes());
+  ASSERT_EQ(got.scalar_type(), want.scalar_type());
+  Tensor g = got.to(torch::kDouble), w = want.to(torch::kDouble);
+  EXPECT_TRUE(torch::allclose(g, w, tol, tol, true))
+      << "max error " << (g.numel() ? (g - w).abs().nan_to_num(0).max().item<double>() : 0.0);
+}
+
+/// Runs `fn` emulated and checks every kernel compiles with NVRTC.
+EmulatedRun emulate(const Program &fn, const std::vector<Tensor> &inputs,
+                    unsigned maxGrid = 1u << 20) {
+  EmulatedRun r = runEmulated(fn, inputs, maxGrid);
+  for (const char *arch : {"sm_80", "sm_90"})
+    EXPECT_EQ(compileAllWithNvrtc(r.plans, arch), "") << arch;
+  return r;
+}
+
+/// The current test's name plus a running number: one GPU case per call.
+std::string caseName() {
+  static std::map<std::string, int> seen;
+  const auto *info = ::testing::UnitTest::GetInstance()->current_test_info();
+  std::string name = std::string(info->test_suite_name()) + "." + info->name();
+  return name + "." + std::to_string(seen[name]++);
+}
+
+/// emulate(), then output 0 against `want` (exactly when `tol` is 0); the
+/// run is kept for the GPU tests when TGC_GPU_CORPUS_DIR is set.
+void checkEmulated(const Program &fn, const std::vector<Tensor> &inputs, const Tensor &want,
+                   double tol, unsigned maxGrid = 1u << 20) {
+  EmulatedRun r = emulate(fn, inputs, maxGrid);
+  if (tol == 0) {
+    ASSERT_EQ(r.outputs[0].sizes(), want.sizes());
+    EXPECT_TRUE(torch::equal(r.outputs[0], want)) << "got\n" << r.outputs[0] << "\nwant\n" << want;
+  } else {
+    expectClose(r.outputs[0], want, tol);
+  }
+  recordGpuCase(caseName(), r, {want}, tol);
+}
+
+//===----------------------------------------------------------------------===//
+// Pointwise op matrix
+//===----------------------------------------------------------------------===//
+
+/// The layouts each dtype runs in: float32 all of them, the others a
+/// contiguous (vector path) and a strided or broadcast one.
+std::vector<std::string> pointwiseLayouts(torch::ScalarType dt) {
+  if (dt == torch::kFloat)
+    return {"contiguous", "transposed", "broadcast", "zero_size", "zero_dim"};
+  if (dt == torch::kBool)
+    return {"contiguous"};
+  if (dt == torch::kBFloat16 || dt == torch::kLong)
+    return {"contiguous", "broadcast"};
+  return {"transposed"};
+}
+
+class EmulatedPointwise : public ::testing::TestWithParam<int> {};
+
+TEST_P(EmulatedPointwise, MatchesEager) {
+  using namespace tgc::test::pointwise;
+  const OpCase op = cases()[GetParam()];
+  torch::NoGradGuard noGrad;
+  for (auto dt : {torch::kFloat, torch::kBFloat16, torch::kHalf, torch::kLong, torch::kInt,
+                  torch::kBool}) {
+    if ((op.floatOnly && !at::isFloatingType(dt)) || (op.intOnly && at::isFloatingType(dt)) ||
+        (dt == torch::kBool && !boolCases().count(op.name)))
+      continue;
+    for (const Layout &layout : layouts()) {
+      auto names = pointwiseLayouts(dt);
+      if (std::find(names.begin(), names.end(), layout.name) == names.end())
+        continue;
+      SCOPED_TRACE(op.name + " / " + layout.name + " / " + c10::toString(dt));
+      torch::manual_seed(GetParam());
+      auto [a, b] = layout.make(dt);
+      if (op.positive) {
+        a = a.abs() + 0.5;
+        b = b.abs() + 0.5;
+      }
+      Tensor want = op.fn(a, b);
+      if (isHalf(dt)) // tgc computes in float and rounds once
+        want = op.fn(a.to(torch::kFloat), b.to(torch::kFloat)).to(want.scalar_type());
+      checkEmulated([&](const auto &in) { return std::vector<Tensor>{op.fn(in[0], in[1])}; }, {a, b},
+                    want, isHalf(dt) ? op.halfTol : 1e-5, 3);
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Ops, EmulatedPointwise,
+                         ::testing::Range(0, (int)tgc::test::pointwise::cases().size()),
+                         [](const auto &info) { return tgc::test::pointwise::cases()[info.param].name; });
+
+//===----------------------------------------------------------------------===//
+// Reductions, indexing, layout ops
+//===----------------------------------------------------------------------===//
+
+class EmulatedReductions : public ::testing::TestWithParam<int> {};
+
+TEST_P(EmulatedReductions, MatchEager) {
+  const auto c = tgc::test::reductions::cases()[GetParam()];
+  torch::NoGradGuard noGrad;
+  for (auto dt : {torch::kFloat, torch::kBFloat16, torch::kLong}) {
+    if (c.floatOnly && dt == torch::kLong)
+      continue;
+    for (bool permuted : {false, true}) {
+      if (permuted && dt != torch::kFloat)
+        continue;
+      SCOPED_TRACE(c.name + " / " + c10::toString(dt) + (permuted ? " / permuted" : ""));
+      torch::manual_seed(GetParam());
+      Tensor x = permuted ? torch::randn({8, 6, 5}).permute({1, 2, 0}) : torch::randn({6, 5, 8});
+      x = at::isFloatingType(dt) ? x.to(dt) : (x * 10).to(dt);
+      Tensor want = c.fn(x);
+      if (isHalf(dt))
+        want = c.fn(x.to(torch::kFloat)).to(want.scalar_type());
+      checkEmulated([&](const auto &in) { return std::vector<Tensor>{c.fn(in[0])}; }, {x}, want,
+                    isHalf(dt) ? 3e-2 : 1e-4);
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Rows, EmulatedReductions,
+                         ::testing::Range(0, (int)tgc::test::reductions::cases().size()),
+                         [](const auto &info) { return tgc::test::reductions::cases()[info.param].name; });
+
+class EmulatedIndexing : public ::testing::TestWithParam<int> {};
+
+TEST_P(EmulatedIndexing, MatchesEagerExactly) {
+  using namespace tgc::test::indexing;
+  const IndexCase c = cases()[GetParam()];
+  torch::NoGradGuard noGrad;
+  struct Run {
+    std::string layout;
+    torch::ScalarType dt, index;
+  };
+  bool intIndex = c.name.rfind("gather", 0) != 0 && c.high > 1;
+  for (const Run &r : {Run{"contiguous", torch::kFloat, torch::kLong},
+                       Run{"transposed", torch::kFloat, torch::kLong},
+                       Run{"broadcast", torch::kBFloat16, intIndex ? torch::kInt : torch::kLong}}) {
+    SCOPED_TRACE(c.name + " / " + r.layout + " / " + c10::toString(r.dt));
+    torch::manual_seed(GetParam());
+    Tensor x = layoutOf(r.layout, c.data, r.dt);
+    Tensor i = torch::randint(c.low, c.high, c.index).to(r.index);
+    checkEmulated([&](const auto &in) { return std::vector<Tensor>{c.fn(in[0], in[1])}; }, {x, i},
+                  c.fn(x, i), 0, 2);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Ops, EmulatedIndexing,
+                         ::testing::Range(0, (int)tgc::test::indexing::cases().size()),
+                         [](const auto &info) { return tgc::test::indexing::cases()[info.param].name; });
+
+TEST(EmulatedIndexingErrors, OutOfRangeIndicesRaiseIndexError) {
+  torch::NoGradGuard noGrad;
+  Tensor w = torch::randn({10, 6});
+  auto embed = [](const auto &in) { return std::vector<Tensor>{torch::embedding(in[0], in[1]) * 2}; };
+  EXPECT_THROW(emulate(embed, {w, torch::tensor({1, 10, 3})}), c10::IndexError);
+  Tensor self = torch::randn({4, 5}), src = torch::randn({3, 5});
+  auto scatter = [](const auto &in) {
+    return std::vector<Tensor>{torch::scatter_add(in[0], 0, in[1], in[2]) + 1};
+  };
+  Tensor good = torch::randint(0, 4, {3, 5});
+  checkEmulated(scatter, {self, good, src}, torch::scatter_add(self, 0, good, src) + 1, 1e-6);
+  Tensor bad = good.clone();
+  bad.index_put_({2, 3}, 4);
+  EXPECT_THROW(emulate(scatter, {self, bad, src}), c10::IndexError);
+}
+
+TEST(EmulatedLayouts, KernelsReadThroughTheMap) {
+  torch::NoGradGuard noGrad;
+  for (const auto &c : tgc::test::layouts::cases()) {
+    for (bool permuted : {false, true}) {
+      if (permuted && (c.name == "view_merge" || c.name == "flatten"))
+        continue; // view() of a permuted tensor is an error in eager too
+      SCOPED_TRACE(c.name + (permuted ? " / permuted" : ""));
+      Tensor x = permuted ? torch::randn({10, 4, 6}).permute({1, 2, 0}) : torch::randn({4, 6, 10});
+      checkEmulated([&](const auto &in) { return std::vector<Tensor>{c.fn(in[0])}; }, {x}, c.fn(x), 0);
+    }
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// Models (bench/models): extern steps (mm, conv, attention) on CPU ATen
+//===----------------------------------------------------------------------===//
+
+void checkModel(const Program &fn, const std::vector<Tensor> &inputs, double tol) {
+  checkEmulated(fn, inputs, fn(inputs)[0], tol);
+}
+
+TEST(EmulatedModels, Mlp) {
+  torch::manual_seed(1);
+  torch::NoGradGuard noGrad;
+  torch::nn::Sequential mlp = tgc::models::epilogueMlp();
+  checkModel([&](const auto &in) { return std::vector<Tensor>{mlp->forward(in[0])}; },
+             {torch::randn({32, 256})}, 1e-4);
+}
+
+TEST(EmulatedModels, ResNetBasicBlockEval) {
+  torch::manual_seed(2);
+  torch::NoGradGuard noGrad;
+  tgc::models::BasicBlock block(32);
+  block->randomizeStatistics();
+  block->eval();
+  checkModel([&](const auto &in) { return std::vector<Tensor>{block->forward(in[0])}; },
+             {torch::randn({2, 32, 16, 16})}, 1e-4);
+}
+
+TEST(EmulatedModels, TransformerEncoderLayer) {
+  torch::manual_seed(3);
+  torch::NoGradGuard noGrad;
+  auto layer = tgc::models::transformerLayer(128, 4);
+  layer->eval();
+  // Two graph breaks (torch::nn's attention reads q == k on the host).
+  checkModel([&](const auto &in) { return std::vector<Tensor>{layer->forward(in[0])}; },
+             {torch::randn({16, 4, 128})}, 1e-4);
+}
+
+TEST(EmulatedModels, LstmCellStep) {
+  torch::manual_seed(4);
+  torch::NoGradGuard noGrad;
+  torch::nn::LSTMCell cell(128, 256);
+  checkModel(
+      [&](const auto &in) {
+        auto [h, c] = cell->forward(in[0], std::make_tuple(in[1], in[2]));
+        return std::vector<Tensor>{torch::cat({h, c}, 1)};
+      },
+      {torch::randn({16, 128}), torch::randn({16, 256}), torch::randn({16, 256})}, 1e-5);
+}
+
+TEST(EmulatedModels, Gpt2Block) {
+  torch::manual_seed(5);
+  torch::NoGradGuard noGrad;
+  tgc::models::Gpt2Block block(128, 4);
+  checkModel([&](const auto &in) { return std::vector<Tensor>{block->forward(in[0])}; },
+             {torch::randn({2, 32, 128})}, 1e-4);
+}
+
+TEST(EmulatedModels, Gpt2BlockInBFloat16) {
+  torch::manual_seed(6);
+  torch::NoGradGuard noGrad;
+  tgc::models::Gpt2Block block(128, 4);
+  block->to(torch::kBFloat16);
+  checkModel([&](const auto &in) { return std::vector<Tensor>{block->forward(in[0])}; },
+             {torch::randn({2, 32, 128}).to(torch::kBFloat16)}, 6e-2);
+}
+
+} // namespace
+} // namespace tgc::emu

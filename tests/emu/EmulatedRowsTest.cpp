@@ -1,0 +1,135 @@
+// tgc's CUDA row kernels (reductions, softmax, norms) on the CPU: each
+// program is captured, compiled for CUDA, run in the emulator and compared
+// with eager; every source also compiles with NVRTC for sm_80 and sm_90.
+// Row sizes cover the three launch shapes: a few lanes of a warp per row,
+// a warp per row, and a block per row.
+#include "tests/emu/EmulatedGraph.h"
+
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+namespace tgc::emu {
+namespace {
+
+using Fn = std::function<torch::Tensor(torch::Tensor)>;
+
+struct RowCase {
+  std::string name;
+  Fn fn;
+  bool positive = false; ///< the op needs positive inputs
+};
+
+std::vector<RowCase> rowCases() {
+  return {
+      {"sum", [](auto x) { return x.sum(-1); }},
+      {"prod", [](auto x) { return (x * 0.1 + 1).prod(-1); }},
+      {"amax", [](auto x) { return x.amax(-1); }},
+      {"amin_keepdim", [](auto x) { return x.amin(-1, true); }},
+      {"argmax", [](auto x) { return x.argmax(-1); }},
+      {"argmin", [](auto x) { return x.argmin(-1); }},
+      {"mean_dim0", [](auto x) { return x.mean(0); }},
+      {"softmax", [](auto x) { return torch::softmax(x, -1); }},
+      {"log_softmax", [](auto x) { return torch::log_softmax(x * 2, -1); }},
+      {"layer_norm", [](auto x) {
+         auto n = x.size(-1);
+         auto w = torch::linspace(0.5, 1.5, n).to(x.scalar_type());
+         auto b = torch::linspace(-0.2, 0.3, n).to(x.scalar_type());
+         return torch::layer_norm(x, {n}, w, b, 1e-5);
+       }},
+      {"rms_norm", [](auto x) { return torch::rms_norm(x, {x.size(-1)}, std::nullopt, 1e-6); }},
+      {"var_std", [](auto x) { return x.var(-1) + x.std(-1, false); }},
+      {"logsumexp", [](auto x) { return torch::logsumexp(x, {-1}); }},
+      {"norm", [](auto x) { return torch::linalg_vector_norm(x, 2, {-1}); }},
+  };
+}
+
+struct Shape {
+  std::string name;
+  int64_t rows, cols;
+  bool transposed;
+};
+
+std::vector<Shape> shapes() {
+  return {{"short_rows", 37, 5, false},  // 8 lanes per row, 32 rows per block
+          {"warp_rows", 19, 300, false}, // a warp per row
+          {"block_rows", 3, 3000, false}, // a block per row
+          {"transposed", 21, 45, true}};
+}
+
+double tolerance(torch::ScalarType dt) { return dt == torch::kFloat ? 2e-4 : 3e-2; }
+
+void expectMatches(const torch::Tensor &got, const torch::Tensor &want, double tol) {
+  ASSERT_EQ(got.sizes(), want.sizes());
+  ASSERT_EQ(got.scalar_type(), want.scalar_type());
+  torch::Tensor g = got.to(torch::kDouble), w = want.to(torch::kDouble);
+  EXPECT_TRUE(torch::allclose(g, w, tol, tol, true))
+      << "max error " << (g - w).abs().max().item<double>();
+}
+
+class EmulatedRows
+    : public ::testing::TestWithParam<std::tuple<int, torch::ScalarType>> {};
+
+TEST_P(EmulatedRows, MatchEagerAndCompileWithNvrtc) {
+  auto [index, dt] = GetParam();
+  const RowCase c = rowCases()[index];
+  torch::NoGradGuard noGrad;
+  for (const Shape &s : shapes()) {
+    // Every launch shape in float32; two each for the half types (the
+    // emulator compiles each source once, so this keeps CI time down).
+    if ((dt == torch::kBFloat16 && (s.name == "short_rows" || s.name == "block_rows")) ||
+        (dt == torch::kHalf && (s.name == "warp_rows" || s.name == "transposed")))
+      continue;
+    SCOPED_TRACE(c.name + " / " + s.name);
+    torch::manual_seed(index);
+    torch::Tensor x = s.transposed ? torch::randn({s.cols, s.rows}).t() : torch::randn({s.rows, s.cols});
+    x = (x * 2).to(dt);
+    // Half types: tgc computes in float, eager (CPU) too for these ops.
+    torch::Tensor want = c.fn(x);
+    for (unsigned maxGrid : {2u, 1u << 20}) {
+      EmulatedRun r = runEmulated([&](const auto &in) { return std::vector<at::Tensor>{c.fn(in[0])}; },
+                                  {x}, maxGrid);
+      expectMatches(r.outputs[0], want, tolerance(dt));
+      if (maxGrid == 2)
+        continue;
+      recordGpuCase("EmulatedRows." + c.name + "_" + c10::toString(dt) + "." + s.name, r, {want},
+                    tolerance(dt));
+      for (const char *arch : {"sm_80", "sm_90"})
+        EXPECT_EQ(compileAllWithNvrtc(r.plans, arch), "") << arch;
+    }
+  }
+}
+
+std::vector<std::tuple<int, torch::ScalarType>> matrix() {
+  std::vector<std::tuple<int, torch::ScalarType>> out;
+  for (int i = 0; i < (int)rowCases().size(); ++i)
+    for (auto dt : {torch::kFloat, torch::kBFloat16, torch::kHalf})
+      out.emplace_back(i, dt);
+  return out;
+}
+
+INSTANTIATE_TEST_SUITE_P(Rows, EmulatedRows, ::testing::ValuesIn(matrix()),
+                         [](const auto &info) {
+                           return rowCases()[std::get<0>(info.param)].name + "_" +
+                                  c10::toString(std::get<1>(info.param));
+                         });
+
+TEST(EmulatedRowsNaN, MaxPropagatesAndArgmaxTakesTheFirstNaN) {
+  torch::NoGradGuard noGrad;
+  torch::Tensor x = torch::randn({4, 700});
+  x.index_put_({1, 13}, NAN);
+  x.index_put_({1, 600}, NAN);
+  x.index_put_({2, 650}, NAN);
+  x.index_put_({3, 5}, 9.0);
+  x.index_put_({3, 400}, 9.0); // a tie: the first position wins
+  EmulatedRun r = runEmulated(
+      [](const auto &in) {
+        return std::vector<at::Tensor>{in[0].amax(-1), in[0].argmax(-1), in[0].argmin(-1)};
+      },
+      {x});
+  expectMatches(r.outputs[0], x.amax(-1), 0);
+  EXPECT_TRUE(torch::equal(r.outputs[1], x.argmax(-1))) << r.outputs[1];
+  EXPECT_TRUE(torch::equal(r.outputs[2], x.argmin(-1))) << r.outputs[2];
+}
+
+} // namespace
+} // namespace tgc::emu

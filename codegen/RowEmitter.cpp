@@ -104,8 +104,8 @@ std::string RowPrinter::rowIndices() {
   return s;
 }
 
-/// CUDA, rows of at most 32 elements per thread: loads every element input
-/// once into registers (a persistent row); softmax's and layer_norm's later
+/// CUDA, rows of at most 32 elements per thread (within a register budget):
+/// loads every element input once into registers (a persistent row); softmax's and layer_norm's later
 /// passes then read registers. Fully unrolled loops keep c<j>[t] in registers.
 void RowPrinter::cacheRow() {
   if (target != Target::Cuda)
@@ -116,7 +116,12 @@ void RowPrinter::cacheRow() {
     if (isElement(a) && !isa<ShapedType>(a.getType()))
       args.push_back(a.getArgNumber());
   int64_t perThread = (n + lanes - 1) / lanes;
-  if (args.empty() || perThread > 32 || perThread * (int64_t)args.size() > 64)
+  // Registers a thread may have at this block size (65536 per SM, at most
+  // 255), less 64 for the rest of the kernel, a third of that for the row:
+  // 63 values at 256 threads, 21 at 512, none at 1024 (more would spill).
+  int64_t block = std::max<int64_t>(lanes, 256);
+  int64_t budget = std::min<int64_t>(64, (std::min<int64_t>(255, 65536 / block) - 64) / 3);
+  if (args.empty() || perThread > 32 || perThread * (int64_t)args.size() > budget)
     return;
   for (unsigned j : args)
     out += fmt::format("    {} c{}[{}];\n", computeType(body.getArgument(j).getType()), j, perThread);

@@ -40,6 +40,8 @@ std::string Plan::str() const {
         os << (i ? ", " : "") << "%" << k.outputs[i] << ":";
         printSpec(os, values[k.outputs[i]]);
       }
+      if (isCuda())
+        os << " <<<" << k.grid << ", " << k.block << ">>>";
     } else {
       const ExternStep &e = externs[st.index];
       os << "  extern " << e.op << (e.overload.empty() ? "" : ".")

@@ -5,6 +5,7 @@
 // matrices' own lists (tests/e2e/*Cases.h); the dtype x layout grid is
 // thinned (see each test) to keep a cold run within CI's time.
 #include "bench/models/Models.h"
+#include "tests/e2e/ExternCases.h"
 #include "tests/e2e/IndexingCases.h"
 #include "tests/e2e/LayoutCases.h"
 #include "tests/e2e/OpMatrixCases.h"
@@ -199,6 +200,21 @@ TEST(EmulatedLayouts, KernelsReadThroughTheMap) {
       checkEmulated([&](const auto &in) { return std::vector<Tensor>{c.fn(in[0])}; }, {x}, c.fn(x), 0);
     }
   }
+}
+
+TEST(EmulatedExternOps, EpiloguesMatchEager) {
+  // The library call runs on CPU ATen; its fused epilogue is a tgc kernel.
+  torch::NoGradGuard noGrad;
+  using namespace tgc::test::externs;
+  for (const ExternCase &c : cases())
+    for (auto dt : {torch::kFloat, torch::kBFloat16}) {
+      SCOPED_TRACE(c.name + " / " + c10::toString(dt));
+      torch::manual_seed(7);
+      Tensor a = dt == torch::kFloat ? transposedLike(c.shapes[0], dt) : rnd(c.shapes[0], dt);
+      Tensor b = rnd(c.shapes[1], dt), bias = rnd(c.shapes[2], dt);
+      checkEmulated([&](const auto &in) { return std::vector<Tensor>{c.fn(in[0], in[1], in[2])}; },
+                    {a, b, bias}, c.fn(a, b, bias), dt == torch::kFloat ? 1e-5 : 3e-2);
+    }
 }
 
 //===----------------------------------------------------------------------===//

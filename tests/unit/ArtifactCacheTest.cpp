@@ -168,6 +168,7 @@ Plan samplePlan() {
   k.inputs = {0, 1};
   k.outputs = {2};
   k.numel = 32;
+  k.grid = 7; // a CUDA launch config
   p.kernels.push_back(k);
   ExternStep e;
   e.op = "aten::add";
@@ -195,6 +196,7 @@ TEST(PlanSerialization, RoundTrips) {
   EXPECT_EQ(q.str(), p.str());
   EXPECT_EQ(q.externs[0].args[1].d, 0.25);
   EXPECT_EQ(q.externs[0].args[0].tensors, (std::vector<int>{0, -1}));
+  EXPECT_EQ(q.kernels[0].grid, 7);
 }
 
 TEST(PlanSerialization, RejectsEveryTruncationAndBadIndices) {

@@ -8,6 +8,9 @@
 #include <cstdlib>
 
 namespace tgc {
+/// softmax(x, -1) over a [rows, n] float32 tensor (PipelineTest.cpp).
+Segment softmaxSegment(int64_t rows, int64_t n, const std::string &device);
+
 namespace {
 
 /// relu(x * x) over one buffer of `sizes` (contiguous unless `strides`).
@@ -75,6 +78,33 @@ TEST(CudaLaunchCodegen, IndexTypeWidensAt2To31) {
   for (const PipelineResult *r : {&big, &strided}) {
     NvrtcResult c = compileCuda(r->plan.cudaSources[0], r->plan.kernels[0].name, "sm_80");
     EXPECT_TRUE(c.ok) << c.error;
+  }
+}
+
+TEST(CudaLaunchCodegen, RowKernelsPickLanesPerRowAndRowsPerBlock) {
+  struct Want {
+    int64_t n, lanes, block, rowsPerBlock;
+    bool registers; ///< the row is kept in registers
+  };
+  const int64_t rows = 1000;
+  for (Want w : {Want{5, 8, 256, 32, true}, Want{300, 32, 256, 8, true},
+                 Want{3000, 256, 256, 1, true}, Want{10000, 512, 512, 1, true},
+                 Want{16000, 512, 512, 1, false},
+                 Want{20000, 1024, 1024, 1, false}, Want{40000, 1024, 1024, 1, false}}) {
+    SCOPED_TRACE("row of " + std::to_string(w.n));
+    PipelineResult r = runPipeline(softmaxSegment(rows, w.n, "cuda"));
+    ASSERT_TRUE(r.ok) << r.error;
+    ASSERT_EQ(r.plan.kernels.size(), 1u);
+    const std::string &src = r.plan.cudaSources[0];
+    EXPECT_NE(src.find("tgc_row_reduce<" + std::to_string(w.lanes) + ">"), std::string::npos);
+    EXPECT_EQ(r.plan.kernels[0].block, w.block);
+    EXPECT_EQ(r.plan.kernels[0].grid, (rows + w.rowsPerBlock - 1) / w.rowsPerBlock);
+    EXPECT_EQ(src.find("c0[t]") != std::string::npos, w.registers);
+    // Uncached: ptxas's report (-Xptxas=-v) is in the log of a real compile.
+    NvrtcResult c = compileCudaUncached(src, r.plan.kernels[0].name, "sm_90");
+    EXPECT_TRUE(c.ok) << c.error;
+    EXPECT_NE(c.log.find(" 0 bytes spill stores, 0 bytes spill loads"), std::string::npos)
+        << "no register spills: " << c.log;
   }
 }
 

@@ -33,6 +33,22 @@ Segment skeletonSegment(const std::string &device) {
   return s;
 }
 
+Segment softmaxSegment(int64_t rows, int64_t n, const std::string &device) {
+  Segment s;
+  s.device = device;
+  s.values = {{{rows, n}, {n, 1}, DType::Float32}, {{rows, n}, {n, 1}, DType::Float32}};
+  s.inputs = {0};
+  ArgValue x, dim, halfToFloat;
+  x.kind = ArgValue::Tensor;
+  x.tensors = {0};
+  dim.kind = ArgValue::Int;
+  dim.i = -1;
+  halfToFloat.kind = ArgValue::Bool;
+  s.nodes = {{"aten::_softmax", "", {x, dim, halfToFloat}, {1}}};
+  s.outputs = {1};
+  return s;
+}
+
 namespace {
 
 TEST(Pipeline, SkeletonIsOneFusedKernel) {
@@ -92,18 +108,7 @@ TEST(Pipeline, UnsignedBytesGoThroughAten) {
 }
 
 TEST(Pipeline, SoftmaxIsOneRowKernel) {
-  Segment s;
-  s.values = {{{4, 16}, {16, 1}, DType::Float32}, {{4, 16}, {16, 1}, DType::Float32}};
-  s.inputs = {0};
-  ArgValue x, dim, halfToFloat;
-  x.kind = ArgValue::Tensor;
-  x.tensors = {0};
-  dim.kind = ArgValue::Int;
-  dim.i = -1;
-  halfToFloat.kind = ArgValue::Bool;
-  s.nodes = {{"aten::_softmax", "", {x, dim, halfToFloat}, {1}}};
-  s.outputs = {1};
-  PipelineResult r = runPipeline(s);
+  PipelineResult r = runPipeline(softmaxSegment(4, 16, "cpu"));
   ASSERT_TRUE(r.ok) << r.error;
   EXPECT_NE(r.importedIR.find("tg.reduce"), std::string::npos);
   EXPECT_NE(r.finalIR.find("tgk.row_kernel"), std::string::npos);

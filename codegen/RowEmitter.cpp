@@ -65,6 +65,12 @@ private:
   /// again (softmax's exp).
   DenseMap<Value, std::string> operandCache;
   llvm::SetVector<Value> cacheReads;
+  /// CPU: row values that element values are divided by (softmax's sum),
+  /// and the reciprocal computed once per row for each: the element loop
+  /// multiplies, as ATen's kernels do.
+  DenseSet<Value> wantsReciprocal;
+  DenseMap<Value, std::string> reciprocal;
+  void makeAvailable(BodyPrinter &p, Value v);
   /// Whether reduction operand `v` is worth a row buffer: computed (not a
   /// plain load), read again after the reduction, and the row fits.
   bool cacheable(Value v) {
@@ -175,7 +181,7 @@ LogicalResult RowPrinter::emitReadyRowOps(BodyPrinter &p, std::string &error) {
     if (failed(p.print(&op, error)))
       return failure();
     rowDone.insert(&op);
-    available.insert(op.getResult(0));
+    makeAvailable(p, op.getResult(0));
   }
   return success();
 }
@@ -209,9 +215,18 @@ LogicalResult RowPrinter::emitElementCode(BodyPrinter &p, ArrayRef<Value> target
   }
   llvm::SmallVector<Operation *> sorted(ops.begin(), ops.end());
   llvm::sort(sorted, [](Operation *a, Operation *b) { return a->isBeforeInBlock(b); });
-  for (Operation *op : sorted)
+  for (Operation *op : sorted) {
+    auto div = dyn_cast<arith::DivFOp>(op);
+    if (div && reciprocal.count(div.getRhs())) {
+      std::string name = "q" + std::to_string(counter++);
+      out += fmt::format("      const {} {} = {} * {};\n", computeType(div.getType()), name,
+                         p.name(div.getLhs()), reciprocal[div.getRhs()]);
+      p.bind(div.getResult(), name);
+      continue;
+    }
     if (failed(p.print(op, error)))
       return failure();
+  }
   return success();
 }
 
@@ -240,6 +255,23 @@ void RowPrinter::classify() {
         llvm::any_of(op.getOperands(), [&](Value v) { return element.contains(v); }))
       element.insert(op.getResult(0));
   }
+  if (target == Target::Cpu)
+    for (Operation &op : body.without_terminator())
+      if (auto div = dyn_cast<arith::DivFOp>(op))
+        if (isElement(div.getLhs()) && !isElement(div.getRhs()))
+          wantsReciprocal.insert(div.getRhs());
+}
+
+/// Marks row value `v` defined at row scope; a divisor of element values
+/// gets its reciprocal there too.
+void RowPrinter::makeAvailable(BodyPrinter &p, Value v) {
+  available.insert(v);
+  if (!wantsReciprocal.contains(v) || reciprocal.count(v))
+    return;
+  std::string name = "rinv" + std::to_string(counter++);
+  std::string type = computeType(v.getType());
+  out += fmt::format("    const {0} {1} = ({0})1 / {2};\n", type, name, p.name(v));
+  reciprocal[v] = name;
 }
 
 /// Row-level inputs, loaded once per row.
@@ -254,7 +286,7 @@ void RowPrinter::loadRowInputs(BodyPrinter &p) {
     out += fmt::format("    const {} {} = {};\n", computeType(a.getType()), name,
                        load(a.getType(), target, fmt::format("in{}[{}]", j, offset(map, strides))));
     p.bind(a, name);
-    available.insert(a);
+    makeAvailable(p, a);
   }
 }
 
@@ -283,7 +315,7 @@ LogicalResult RowPrinter::emitArgReduction(BodyPrinter &p, tgk::ReduceOp red,
            combine("c", max ? "tgc_arg_op<true>" : "tgc_arg_op<false>") + "      at = c.at;\n      }\n";
   out += fmt::format("    {} = at;\n    }}\n", r);
   p.bind(red.getResult(), r);
-  available.insert(red.getResult());
+  makeAvailable(p, red.getResult());
   return success();
 }
 
@@ -333,7 +365,7 @@ LogicalResult RowPrinter::emitReduction(BodyPrinter &p, tgk::ReduceOp red, std::
   if (!rcache.empty())
     operandCache[operand] = rcache;
   p.bind(red.getResult(), r);
-  available.insert(red.getResult());
+  makeAvailable(p, red.getResult());
   return success();
 }
 

@@ -241,18 +241,11 @@ void FuseRowsPass::buildKernel(ArrayRef<Operation *> members, const RowSpace &sp
   };
   for (Operation *m : members) {
     Value s;
-    auto div = dyn_cast<tg::DivOp>(m);
-    Type elt = cast<ShapedType>(m->getResult(0).getType()).getElementType();
-    if (auto r = dyn_cast<tg::ReduceOp>(m)) {
-      s = bb.create<tgk::ReduceOp>(m->getLoc(), elt, scalarOf(r.getInput()), r.getKindAttr());
-    } else if (div && isa<FloatType>(elt) && space.isRow(throughBroadcasts(div.getRhs())) &&
-               !space.isRow(div.getLhs())) {
-      // An element divided by a row value: a multiply by its reciprocal,
-      // computed once per row (ATen's softmax does the same).
-      Value one = bb.create<arith::ConstantOp>(m->getLoc(), elt, bb.getFloatAttr(elt, 1.0));
-      Value inv = bb.create<arith::DivFOp>(m->getLoc(), one, scalarOf(div.getRhs()));
-      s = bb.create<arith::MulFOp>(m->getLoc(), scalarOf(div.getLhs()), inv);
-    } else {
+    if (auto r = dyn_cast<tg::ReduceOp>(m))
+      s = bb.create<tgk::ReduceOp>(m->getLoc(),
+                                   cast<ShapedType>(r.getType()).getElementType(),
+                                   scalarOf(r.getInput()), r.getKindAttr());
+    else {
       SmallVector<Value> ops;
       for (Value v : m->getOperands())
         ops.push_back(scalarOf(v));

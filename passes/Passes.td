@@ -143,8 +143,6 @@ def FuseRows : Pass<"tg-fuse-rows", "::mlir::func::FuncOp"> {
     last member, no non-member may use a member's result before it, and no
     mutating extern may lie between its members. Element values that several
     reductions need are recomputed per pass over the row rather than stored.
-    An element divided by a row value (softmax's `e / sum`) becomes a
-    multiply by the reciprocal, computed once per row, as ATen's kernels do.
   }];
   let dependentDialects = ["::tgc::tgk::TGKDialect", "::mlir::arith::ArithDialect",
                            "::mlir::math::MathDialect"];

@@ -124,6 +124,8 @@ TEST(Pipeline, SoftmaxIsOneRowKernel) {
     ++exps;
   EXPECT_EQ(exps, 1) << src.substr(body);
   EXPECT_NE(src.find("rcache", body), std::string::npos);
+  // ... and multiplies by the row sum's reciprocal, computed once per row.
+  EXPECT_NE(src.find("rinv", body), std::string::npos);
 }
 
 } // namespace

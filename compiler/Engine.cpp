@@ -235,10 +235,13 @@ public:
       grad.push_back(t.requires_grad());
       key += t.requires_grad() ? '1' : '0';
     }
-    auto g = graphs_.get(key, [&] { return build(seg, grad, error); }, [] {});
-    if (!g && error.empty())
-      error = "an earlier attempt on this graph failed (TGC_LOG=fallbacks said why)";
-    return g;
+    Built b = graphs_.get(key, [&] {
+      Built fresh;
+      fresh.graph = build(seg, grad, fresh.error);
+      return fresh;
+    }, [] {});
+    error = b.error;
+    return b.graph;
   }
   void clear() { graphs_.clear(); }
 
@@ -252,23 +255,23 @@ private:
     auto g = std::make_shared<TrainingGraph>();
     g->forward = segmentCache().get(p.forward);
     g->backward = segmentCache().get(p.backward);
-    g->numPrimals = seg.inputs.size();
-    g->numOutputs = p.numOutputs;
-    for (const BackwardSource &b : p.backwardInputs)
-      g->backwardInputs.push_back({TrainingGraph::Source::Kind(b.kind), b.index});
-    g->tangentOf = p.tangentOf;
-    g->gradOf = p.gradOf;
-    g->savedBytes = p.savedBytes;
+    g->layout = p.layout;
     counters().trainingGraphs++;
-    counters().savedBytes = p.savedBytes;
+    counters().savedBytes = p.layout.savedBytes;
     counters().recomputedOps = p.recomputedNodes;
     log("training", "training graph: forward " + std::to_string(p.forward.nodes.size()) +
                         " ops, backward " + std::to_string(p.backward.nodes.size()) + " ops (" +
                         std::to_string(p.recomputedNodes) + " recomputed), " +
-                        std::to_string(p.savedBytes) + " bytes saved");
+                        std::to_string(p.layout.savedBytes) + " bytes saved");
     return g;
   }
-  Memo<std::shared_ptr<const TrainingGraph>> graphs_;
+  /// A training graph, or why there is none (kept: a graph autograd
+  /// cannot run on is not retried each call).
+  struct Built {
+    std::shared_ptr<const TrainingGraph> graph;
+    std::string error;
+  };
+  Memo<Built> graphs_;
 };
 
 TrainingCache &trainingCache() {

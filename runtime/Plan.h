@@ -71,6 +71,22 @@ struct KernelStep {
   std::vector<IndexCheck> checks;
 };
 
+/// How the two plans of a training graph connect: built by
+/// compiler/training/Partition.cpp, run by runtime/TrainingGraph.cpp.
+struct TrainingLayout {
+  /// Where an input of the backward plan comes from.
+  struct Source {
+    enum Kind : int8_t { Primal, ForwardOutput, Tangent } kind;
+    int index; ///< primal number, forward-plan output number, or tangent number
+  };
+  size_t numPrimals = 0;
+  size_t numOutputs = 0; ///< the user's outputs, first among the forward's
+  std::vector<Source> backwardInputs;
+  std::vector<int> tangentOf; ///< tangent k: gradient of user output tangentOf[k]
+  std::vector<int> gradOf;    ///< backward output k: gradient of primal gradOf[k]
+  int64_t savedBytes = 0;     ///< saved activations beyond inputs and outputs
+};
+
 /// A call of an ATen operator through the dispatcher.
 struct ExternStep {
   std::string op;       ///< "aten::mm"

@@ -36,15 +36,15 @@ struct CompiledFunction : torch::autograd::Function<CompiledFunction> {
                                                 std::shared_ptr<const TrainingGraph> g) {
     std::vector<at::Tensor> outs = g->forward->run(primals.vec());
     std::vector<at::Tensor> saved;
-    for (const TrainingGraph::Source &s : g->backwardInputs) {
-      if (s.kind == TrainingGraph::Source::Primal)
+    for (const TrainingLayout::Source &s : g->layout.backwardInputs) {
+      if (s.kind == TrainingLayout::Source::Primal)
         saved.push_back(primals[s.index]);
-      else if (s.kind == TrainingGraph::Source::ForwardOutput)
+      else if (s.kind == TrainingLayout::Source::ForwardOutput)
         saved.push_back(outs[s.index]);
     }
     ctx->save_for_backward(saved);
     ctx->saved_data["graph"] = c10::IValue::make_capsule(c10::make_intrusive<GraphHolder>(g));
-    outs.resize(g->numOutputs);
+    outs.resize(g->layout.numOutputs);
     return outs;
   }
 
@@ -60,17 +60,17 @@ struct CompiledFunction : torch::autograd::Function<CompiledFunction> {
     const Plan &plan = g->backward->plan();
     std::vector<at::Tensor> inputs;
     size_t next = 0;
-    for (size_t i = 0; i < g->backwardInputs.size(); ++i) {
-      const TrainingGraph::Source &s = g->backwardInputs[i];
-      if (s.kind == TrainingGraph::Source::Tangent)
-        inputs.push_back(asTangent(grads[g->tangentOf[s.index]], plan.values[plan.inputs[i]]));
+    for (size_t i = 0; i < g->layout.backwardInputs.size(); ++i) {
+      const TrainingLayout::Source &s = g->layout.backwardInputs[i];
+      if (s.kind == TrainingLayout::Source::Tangent)
+        inputs.push_back(asTangent(grads[g->layout.tangentOf[s.index]], plan.values[plan.inputs[i]]));
       else
         inputs.push_back(saved[next++]);
     }
     std::vector<at::Tensor> outs = g->backward->run(inputs);
-    torch::autograd::variable_list result(g->numPrimals + 1); // + the graph argument
+    torch::autograd::variable_list result(g->layout.numPrimals + 1); // + the graph argument
     for (size_t k = 0; k < outs.size(); ++k)
-      result[g->gradOf[k]] = outs[k];
+      result[g->layout.gradOf[k]] = outs[k];
     return result;
   }
 };

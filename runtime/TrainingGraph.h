@@ -18,18 +18,8 @@
 namespace tgc {
 
 struct TrainingGraph {
-  /// Where each input of the backward plan comes from.
-  struct Source {
-    enum Kind { Primal, ForwardOutput, Tangent } kind;
-    int index;
-  };
   std::shared_ptr<CompiledGraph> forward, backward;
-  size_t numPrimals = 0;
-  size_t numOutputs = 0; ///< the user's outputs, first among the forward's
-  std::vector<Source> backwardInputs;
-  std::vector<int> tangentOf; ///< tangent k: gradient of user output tangentOf[k]
-  std::vector<int> gradOf;    ///< backward output k: gradient of primal gradOf[k]
-  int64_t savedBytes = 0;     ///< saved activations beyond inputs and outputs
+  TrainingLayout layout; ///< how the two plans connect
 };
 
 /// Runs `g`'s forward on `primals` as one autograd node: the outputs that

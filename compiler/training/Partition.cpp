@@ -267,10 +267,11 @@ std::map<int, int> Partitioner::buildForward(TrainingPartition &p,
   for (int v : saved)
     if (!free.count(v)) {
       outs.push_back(v);
-      p.savedBytes += spanBytes(j.values[v]);
+      p.layout.savedBytes += spanBytes(j.values[v]);
     }
   p.forward = extract(j, ancestors(j, producer, outs, forwardNodes, mutating), primals, outs);
-  p.numOutputs = numOutputs;
+  p.layout.numPrimals = primals.size();
+  p.layout.numOutputs = numOutputs;
   std::map<int, int> position;
   for (size_t k = 0; k < outs.size(); ++k)
     position.emplace(outs[k], k);
@@ -286,13 +287,13 @@ void Partitioner::buildBackward(TrainingPartition &p, const std::vector<int> &sa
   for (int v : saved) {
     auto prim = std::find(primals.begin(), primals.end(), v);
     if (prim != primals.end())
-      p.backwardInputs.push_back({BackwardSource::Primal, int(prim - primals.begin())});
+      p.layout.backwardInputs.push_back({TrainingLayout::Source::Primal, int(prim - primals.begin())});
     else
-      p.backwardInputs.push_back({BackwardSource::ForwardOutput, forwardPosition.at(v)});
+      p.layout.backwardInputs.push_back({TrainingLayout::Source::ForwardOutput, forwardPosition.at(v)});
     ins.push_back(v);
   }
   for (size_t k = 0; k < tangents.size(); ++k) {
-    p.backwardInputs.push_back({BackwardSource::Tangent, int(k)});
+    p.layout.backwardInputs.push_back({TrainingLayout::Source::Tangent, int(k)});
     ins.push_back(tangents[k]);
   }
   std::set<size_t> nodes(recompute.begin(), recompute.end());
@@ -326,8 +327,8 @@ TrainingPartition Partitioner::run() {
   TrainingPartition p;
   buildBackward(p, saved, buildForward(p, saved), recompute);
   p.recomputedNodes = recompute.size();
-  p.tangentOf = g.tangentOf;
-  p.gradOf = g.gradOf;
+  p.layout.tangentOf = g.tangentOf;
+  p.layout.gradOf = g.gradOf;
   return p;
 }
 

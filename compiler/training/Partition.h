@@ -18,23 +18,13 @@
 
 namespace tgc {
 
-/// Where an input of the backward segment comes from.
-struct BackwardSource {
-  enum Kind { Primal, ForwardOutput, Tangent } kind;
-  int index; ///< primal number, forward-segment output number, or tangent number
-};
-
 struct TrainingPartition {
   /// Inputs: the primals. Outputs: the user's outputs, then saved values.
   Segment forward;
-  /// Inputs: `backwardInputs`. Outputs: the gradients (see `gradOf`).
+  /// Inputs: `layout.backwardInputs`. Outputs: the gradients (`layout.gradOf`).
   Segment backward;
-  size_t numOutputs = 0; ///< user outputs at the front of forward.outputs
-  std::vector<BackwardSource> backwardInputs;
-  std::vector<int> tangentOf; ///< tangent k is the gradient of user output tangentOf[k]
-  std::vector<int> gradOf;    ///< backward output k is the gradient of primal gradOf[k]
-  int64_t savedBytes = 0;     ///< bytes saved beyond inputs and outputs
-  int recomputedNodes = 0;    ///< forward ops the backward computes again
+  TrainingLayout layout;
+  int recomputedNodes = 0; ///< forward ops the backward computes again
 };
 
 /// Splits `g` into a forward and a backward segment.

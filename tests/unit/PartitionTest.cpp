@@ -40,12 +40,12 @@ TEST(Partition, PointwiseChainsAreRecomputedNotSaved) {
     return (in[0] * in[1]).tanh().exp();
   });
   TrainingPartition p = partitionOf(fwd, {true, true});
-  EXPECT_EQ(p.savedBytes, 0);
+  EXPECT_EQ(p.layout.savedBytes, 0);
   EXPECT_GE(p.recomputedNodes, 2);
   EXPECT_EQ(p.forward.outputs.size(), 1u) << "nothing saved beyond the output";
-  for (const BackwardSource &s : p.backwardInputs)
-    if (s.kind == BackwardSource::ForwardOutput)
-      EXPECT_LT(s.index, (int)p.numOutputs) << "only the user's output may be saved";
+  for (const TrainingLayout::Source &s : p.layout.backwardInputs)
+    if (s.kind == TrainingLayout::Source::ForwardOutput)
+      EXPECT_LT(s.index, (int)p.layout.numOutputs) << "only the user's output may be saved";
 }
 
 TEST(Partition, LibraryCallResultsAreSavedAndTheirEpilogueRecomputed) {
@@ -56,7 +56,7 @@ TEST(Partition, LibraryCallResultsAreSavedAndTheirEpilogueRecomputed) {
     return at::mm(in[0], in[1]).relu() * 2;
   });
   TrainingPartition p = partitionOf(fwd, {true, true});
-  EXPECT_EQ(p.savedBytes, 4 * 64 * 4);
+  EXPECT_EQ(p.layout.savedBytes, 4 * 64 * 4);
   EXPECT_GE(p.recomputedNodes, 1);
   int mmForward = 0, mmBackward = 0;
   for (const SegmentNode &n : p.forward.nodes)
@@ -72,9 +72,9 @@ TEST(Partition, OnlyInputsThatRequireGradGetGradients) {
   Segment fwd = capture({torch::randn({8}), torch::randn({8})},
                         [](const auto &in) { return in[0].sigmoid() * in[1]; });
   TrainingPartition p = partitionOf(fwd, {false, true});
-  EXPECT_EQ(p.gradOf, std::vector<int>{1});
+  EXPECT_EQ(p.layout.gradOf, std::vector<int>{1});
   EXPECT_EQ(p.backward.outputs.size(), 1u);
-  EXPECT_EQ(p.tangentOf, std::vector<int>{0});
+  EXPECT_EQ(p.layout.tangentOf, std::vector<int>{0});
 }
 
 TEST(Partition, AnOpWithoutADerivativeIsAClearError) {

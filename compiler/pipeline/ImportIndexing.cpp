@@ -19,6 +19,15 @@ static bool isIndexType(Type t) {
   return t.isInteger(64) || t.isInteger(32);
 }
 
+/// The identity map of a rank-`rank` space with dim `dim` read at 0 (the
+/// gathered dim, whose coordinate comes from the index tensor).
+static AffineMap identityExceptDim(int64_t rank, int64_t dim, MLIRContext *ctx) {
+  SmallVector<AffineExpr> exprs;
+  for (int64_t d = 0; d < rank; ++d)
+    exprs.push_back(d == dim ? getAffineConstantExpr(0, ctx) : getAffineDimExpr(d, ctx));
+  return AffineMap::get(rank, 0, exprs, ctx);
+}
+
 /// `v` (an index tensor) read at every position of `to` through `map`.
 Value Importer::indexAt(Value v, RankedTensorType to, AffineMap map) {
   auto t = RankedTensorType::get(to.getShape(), cast<RankedTensorType>(v.getType()).getElementType());
@@ -77,10 +86,7 @@ bool Importer::importIndexSelect(const SegmentNode &node) {
   if (it.getRank() == 1)
     idExprs.push_back(getAffineDimExpr(dim, ctx));
   Value index = indexAt(ids, out, AffineMap::get(rank, 0, idExprs, ctx));
-  SmallVector<AffineExpr> exprs;
-  for (int64_t d = 0; d < rank; ++d)
-    exprs.push_back(d == dim ? getAffineConstantExpr(0, ctx) : getAffineDimExpr(d, ctx));
-  gather(x, index, {dim}, AffineMap::get(rank, 0, exprs, ctx), false, "aten::index_select",
+  gather(x, index, {dim}, identityExceptDim(rank, dim, ctx), false, "aten::index_select",
          node.outputs[0]);
   return true;
 }
@@ -96,11 +102,7 @@ bool Importer::importGather(const SegmentNode &node) {
       (xt.getNumElements() == 0 && it.getNumElements() != 0))
     return false;
   int64_t dim = node.args[1].i < 0 ? node.args[1].i + rank : node.args[1].i;
-  MLIRContext *ctx = b.getContext();
-  SmallVector<AffineExpr> exprs;
-  for (int64_t d = 0; d < rank; ++d)
-    exprs.push_back(d == dim ? getAffineConstantExpr(0, ctx) : getAffineDimExpr(d, ctx));
-  gather(x, ids, {dim}, AffineMap::get(rank, 0, exprs, ctx), false, "aten::gather",
+  gather(x, ids, {dim}, identityExceptDim(rank, dim, b.getContext()), false, "aten::gather",
          node.outputs[0]);
   return true;
 }

@@ -3,12 +3,17 @@
 // eager plan (the captured ATen ops one by one, what eager runs) and as
 // tgc's compiled plan, on the same random inputs; checks they agree; and
 // prints one JSON object per line: time per call, bytes moved, the
-// device-to-device copy bandwidth measured in the same run.
+// device-to-device copy bandwidth measured in the same run. Each .tgctrain
+// is a training step (zero_grad, forward, loss = mean(out^2) in float32,
+// backward, AdamW): eager runs the captured ops under autograd, tgc its
+// compiled forward and backward as one autograd node; after one step from
+// the same weights the loss and every gradient are compared.
 //
 // Usage: tgc-bench-gpu <dir-of-.tgccase> [--min-time 0.3]
 #include "tests/gpu/GpuCase.h"
 
 #include <torch/cuda.h>
+#include <torch/optim/adamw.h>
 #include <torch/torch.h>
 
 #include <algorithm>
@@ -57,6 +62,81 @@ int64_t bytesOf(const tgc::TensorSpec &s) {
   return s.numel() * c10::elementSize(tgc::toScalarType(s.dtype));
 }
 
+/// Relative max difference of `a` and `b` (float32 or wider).
+double relErr(const Tensor &a, const Tensor &b) {
+  Tensor x = a.to(torch::kFloat), y = b.to(torch::kFloat);
+  return (x - y).abs().max().item<double>() / std::max(1e-6, y.abs().max().item<double>());
+}
+
+/// One side of the training comparison: its own copy of the weights and
+/// its own optimizer.
+struct Trainer {
+  std::vector<Tensor> primals, weights;
+  std::unique_ptr<torch::optim::AdamW> opt;
+  std::function<std::vector<Tensor>(const std::vector<Tensor> &)> forward;
+  Tensor loss;
+
+  Trainer(const std::vector<Tensor> &init, const std::vector<bool> &grad,
+          std::function<std::vector<Tensor>(const std::vector<Tensor> &)> fwd)
+      : forward(std::move(fwd)) {
+    for (size_t i = 0; i < init.size(); ++i) {
+      primals.push_back(init[i].clone().requires_grad_(grad[i]));
+      if (grad[i])
+        weights.push_back(primals.back());
+    }
+    opt = std::make_unique<torch::optim::AdamW>(weights, torch::optim::AdamWOptions(1e-4));
+  }
+  void step() {
+    opt->zero_grad(true);
+    loss = forward(primals)[0].to(torch::kFloat).square().mean();
+    loss.backward();
+    opt->step();
+  }
+};
+
+/// A .tgctrain: eager vs tgc training steps; one JSON line.
+int benchTraining(const std::string &file, double minTime) {
+  torch::AutoGradMode gradMode(true);
+  tgc::gpu::GpuTrainingCase c = tgc::gpu::readGpuTrainingCase(file);
+  std::string error;
+  auto tgcGraph = tgc::gpu::loadTrainingOnDevice(c, error);
+  auto eagerGraph = tgcGraph ? tgc::CompiledGraph::load(c.eager, error) : nullptr;
+  if (!tgcGraph || !eagerGraph) {
+    std::cerr << c.name << ": " << error << "\n";
+    return 1;
+  }
+  std::vector<Tensor> init;
+  for (size_t i = 0; i < c.eager.inputs.size(); ++i) {
+    Tensor t = randomLike(c.eager.values[c.eager.inputs[i]]);
+    if (c.requiresGrad[i] && at::isFloatingType(t.scalar_type()))
+      t.normal_(0, 0.02); // weights as a transformer initializes them
+    init.push_back(t);
+  }
+  Trainer eager(init, c.requiresGrad, [&](const std::vector<Tensor> &p) { return eagerGraph->run(p); });
+  Trainer mine(init, c.requiresGrad, [&](const std::vector<Tensor> &p) {
+    return tgc::applyTraining(tgcGraph, p);
+  });
+  // One step from the same weights: the loss and every gradient agree.
+  eager.opt->zero_grad(true);
+  mine.opt->zero_grad(true);
+  eager.loss = eager.forward(eager.primals)[0].to(torch::kFloat).square().mean();
+  mine.loss = mine.forward(mine.primals)[0].to(torch::kFloat).square().mean();
+  eager.loss.backward();
+  mine.loss.backward();
+  double err = relErr(mine.loss, eager.loss);
+  for (size_t i = 0; i < eager.weights.size(); ++i)
+    err = std::max(err, relErr(mine.weights[i].grad(), eager.weights[i].grad()));
+  double eagerTime = secondsPerCall([&] { eager.step(); }, minTime);
+  double tgcTime = secondsPerCall([&] { mine.step(); }, minTime);
+  std::cout << "{\"name\": \"" << c.name << "\", \"training\": 1, \"eager_us\": " << eagerTime * 1e6
+            << ", \"tgc_us\": " << tgcTime * 1e6 << ", \"bytes\": 0, \"kernels\": "
+            << c.forward.plan.kernels.size() + c.backward.plan.kernels.size()
+            << ", \"aten_calls\": " << c.forward.plan.externs.size() + c.backward.plan.externs.size()
+            << ", \"saved_bytes\": " << c.layout.savedBytes << ", \"rel_err\": " << err << "}"
+            << std::endl;
+  return 0;
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -77,10 +157,14 @@ int main(int argc, char **argv) {
   src.normal_();
   double copy = secondsPerCall([&] { dst.copy_(src); }, minTime);
   std::cout << "{\"copy_gbps\": " << 2.0 * src.nbytes() / copy / 1e9 << "}" << std::endl;
-  std::vector<std::string> files;
-  for (const auto &e : std::filesystem::directory_iterator(argv[1]))
+  std::vector<std::string> files, training;
+  for (const auto &e : std::filesystem::directory_iterator(argv[1])) {
     if (e.path().extension() == ".tgccase")
       files.push_back(e.path().string());
+    if (e.path().extension() == ".tgctrain")
+      training.push_back(e.path().string());
+  }
+  std::sort(training.begin(), training.end());
   std::sort(files.begin(), files.end());
   int status = 0;
   for (const std::string &f : files) {
@@ -110,6 +194,14 @@ int main(int argc, char **argv) {
               << ", \"tgc_us\": " << tgc * 1e6 << ", \"bytes\": " << bytes
               << ", \"kernels\": " << c.plan.kernels.size() << ", \"aten_calls\": "
               << c.plan.externs.size() << ", \"rel_err\": " << err << "}" << std::endl;
+  }
+  for (const std::string &f : training) {
+    try {
+      status |= benchTraining(f, minTime);
+    } catch (const std::exception &e) {
+      std::cerr << f << ": " << e.what() << "\n";
+      status = 1;
+    }
   }
   return status;
 }

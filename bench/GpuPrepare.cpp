@@ -2,8 +2,9 @@
 // machine (MLIR, NVRTC, no GPU needed), into .tgccase files that
 // tgc-bench-gpu runs on a GPU machine with tgc_runtime only: a pointwise
 // chain, softmax, layer_norm, a GELU MLP and a transformer layer (GPT-2
-// block), all bfloat16. bench/gpu_compare.py defines the same workloads in
-// Python for torch.compile.
+// block), all bfloat16; and training steps of the MLP and the GPT-2 block
+// (.tgctrain: compiled forward and backward). bench/gpu_compare.py defines
+// the same workloads in Python for torch.compile.
 //
 // Usage: tgc-gpu-prepare <out-dir> [--small]   (--small: shapes for a quick check)
 #include "bench/models/Models.h"
@@ -49,6 +50,25 @@ std::vector<Workload> workloads(bool small) {
   };
 }
 
+/// Training workloads: the program's weights require grad (lifted as plan
+/// inputs), the input does not.
+std::vector<Workload> trainingWorkloads(bool small) {
+  const auto bf16 = torch::TensorOptions().dtype(torch::kBFloat16);
+  const int64_t md = small ? 128 : 1024, mtokens = small ? 64 : 8192;
+  const int64_t d = small ? 128 : 768, heads = small ? 4 : 12, batch = small ? 1 : 8,
+                time = small ? 32 : 512;
+  auto mlp = tgc::models::geluMlp(md, 4 * md);
+  mlp->to(torch::kBFloat16);
+  tgc::models::Gpt2Block block(d, heads);
+  block->to(torch::kBFloat16);
+  return {
+      {"train_gelu_mlp", {torch::empty({mtokens, md}, bf16)},
+       [mlp](const auto &in) mutable { return std::vector<Tensor>{mlp->forward(in[0])}; }},
+      {"train_transformer_layer", {torch::empty({batch, time, d}, bf16)},
+       [block](const auto &in) mutable { return std::vector<Tensor>{block->forward(in[0])}; }},
+  };
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -68,6 +88,16 @@ int main(int argc, char **argv) {
       tgc::gpu::writeGpuCase(c, out + "/" + w.name + ".tgccase");
       std::cout << w.name << ": " << c.plan.kernels.size() << " kernels, " << c.plan.externs.size()
                 << " ATen calls (eager: " << c.eager.externs.size() << " ops)\n";
+    }
+    for (const Workload &w : trainingWorkloads(small)) {
+      std::vector<Tensor> planInputs;
+      tgc::gpu::GpuTrainingCase c =
+          tgc::gpu::trainingCaseFromProgram(w.name, w.fn, w.inputs, planInputs);
+      tgc::gpu::writeGpuTrainingCase(c, out + "/" + w.name + ".tgctrain");
+      std::cout << w.name << ": forward " << c.forward.plan.kernels.size() << " kernels + "
+                << c.forward.plan.externs.size() << " ATen calls, backward "
+                << c.backward.plan.kernels.size() << " kernels + " << c.backward.plan.externs.size()
+                << " ATen calls, " << c.layout.savedBytes << " bytes saved\n";
     }
   } catch (const std::exception &e) {
     std::cerr << "tgc-gpu-prepare: " << e.what() << "\n";

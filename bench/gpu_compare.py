@@ -71,6 +71,27 @@ def workloads():
     ]
 
 
+def training_workloads():
+    """(name, model, input) with GpuPrepare.cpp's training shapes (bfloat16)."""
+    dev, bf = "cuda", torch.bfloat16
+    mlp = nn.Sequential(nn.Linear(1024, 4096), nn.GELU(approximate="tanh"), nn.Linear(4096, 1024))
+    return [
+        ("train_gelu_mlp", mlp.to(dev, bf), torch.randn(8192, 1024, device=dev, dtype=bf) * 0.5),
+        ("train_transformer_layer", Gpt2Block(768, 12).to(dev, bf),
+         torch.randn(8, 512, 768, device=dev, dtype=bf) * 0.5),
+    ]
+
+
+def training_step(model, opt):
+    """zero_grad, forward, loss = mean(out^2) in float32, backward, AdamW: tgc-bench-gpu's step."""
+    def step(x):
+        opt.zero_grad(set_to_none=True)
+        loss = model(x).float().square().mean()
+        loss.backward()
+        opt.step()
+    return step
+
+
 def time_us(fn, args, min_time):
     for _ in range(3):
         fn(*args)
@@ -128,6 +149,19 @@ def main():
                 print(f"  torch.compile {name}: compiled in {time.perf_counter() - t0:.0f} s", file=sys.stderr)
                 compiled = time_us(c, inputs, args.min_time)
             rows.append((name, eager, compiled))
+    train_rows = []
+    for name, model, x in training_workloads():
+        opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
+        eager = time_us(training_step(model, opt), (x,), args.min_time)
+        compiled = None
+        if time.time() - start < args.deadline:
+            cmodel = torch.compile(model)
+            step = training_step(cmodel, opt)
+            t0 = time.perf_counter()
+            step(x)
+            print(f"  torch.compile {name}: compiled in {time.perf_counter() - t0:.0f} s", file=sys.stderr)
+            compiled = time_us(step, (x,), args.min_time)
+        train_rows.append((name, eager, compiled))
     print(f"device-to-device copy: {copy:.0f} GB/s (1 GiB, same run)" if copy else "copy: not measured")
     print(f"{'workload':<18}{'eager us':>10}{'tgc us':>10}{'compile us':>12}{'tgc/eager':>11}{'tgc/compile':>13}"
           f"{'tgc GB/s':>10}{'% copy':>8}{'compile GB/s':>14}{'tgc err':>9}")
@@ -146,6 +180,22 @@ def main():
               f"{t['rel_err']:9.1e}")
     print("eager: the captured ATen ops run one by one from C++ (tgc-bench-gpu); Python eager for reference: "
           + ", ".join(f"{n} {e:.1f} us" for n, e, _ in rows))
+    print()
+    print("training step (zero_grad, forward, mean(out^2) loss, backward, AdamW), bfloat16; "
+          "torch.compile in its default mode")
+    print(f"{'workload':<24}{'eager us':>10}{'tgc us':>10}{'compile us':>12}{'tgc/eager':>11}"
+          f"{'tgc/compile':>13}{'tgc err':>9}")
+    for name, py_eager, compiled in train_rows:
+        t = tgc.get(name)
+        if not t:
+            print(f"{name:<24}{py_eager:10.1f}{'-':>10}  (tgc did not run)")
+            continue
+        eager, us = t["eager_us"], t["tgc_us"]
+        comp = f"{compiled:12.1f}" if compiled else f"{'skipped':>12}"
+        vs_c = f"{compiled / us:12.2f}x" if compiled else f"{'-':>13}"
+        print(f"{name:<24}{eager:10.1f}{us:10.1f}{comp}{eager / us:10.2f}x{vs_c}{t['rel_err']:9.1e}")
+    print("training eager: the captured ops under autograd from C++; Python eager for reference: "
+          + ", ".join(f"{n} {e:.1f} us" for n, e, _ in train_rows))
     print(f"total {time.time() - start:.0f} s")
     return 0
 

@@ -20,9 +20,9 @@ struct GraphHolder : torch::CustomClassHolder {
 
 /// The gradient of an output as the backward plan expects it: zeros when
 /// autograd passes none, and in the traced (contiguous) layout.
-at::Tensor asTangent(const at::Tensor &grad, const TensorSpec &spec) {
+at::Tensor asTangent(const at::Tensor &grad, const TensorSpec &spec, const at::Device &device) {
   if (!grad.defined())
-    return at::zeros(spec.sizes, at::TensorOptions().dtype(toScalarType(spec.dtype)));
+    return at::zeros(spec.sizes, at::TensorOptions().dtype(toScalarType(spec.dtype)).device(device));
   if (fitsSpec(grad, spec))
     return grad;
   at::Tensor t = at::empty_strided(spec.sizes, spec.strides, grad.options().dtype(toScalarType(spec.dtype)));
@@ -58,12 +58,20 @@ struct CompiledFunction : torch::autograd::Function<CompiledFunction> {
     // Raises autograd's own error after the graph was freed (no retain_graph).
     torch::autograd::variable_list saved = ctx->get_saved_variables();
     const Plan &plan = g->backward->plan();
+    // Autograd passes at least one gradient; missing ones are zeros beside it.
+    at::Device device = at::kCPU;
+    for (const at::Tensor &t : grads)
+      if (t.defined()) {
+        device = t.device();
+        break;
+      }
     std::vector<at::Tensor> inputs;
     size_t next = 0;
     for (size_t i = 0; i < g->layout.backwardInputs.size(); ++i) {
       const TrainingLayout::Source &s = g->layout.backwardInputs[i];
       if (s.kind == TrainingLayout::Source::Tangent)
-        inputs.push_back(asTangent(grads[g->layout.tangentOf[s.index]], plan.values[plan.inputs[i]]));
+        inputs.push_back(asTangent(grads[g->layout.tangentOf[s.index]],
+                                   plan.values[plan.inputs[i]], device));
       else
         inputs.push_back(saved[next++]);
     }

@@ -88,6 +88,18 @@ inline torch::nn::Sequential geluMlp(int64_t d = 512, int64_t hidden = 2048) {
                                torch::nn::Linear(hidden, d));
 }
 
+/// Copies `src`'s parameters and buffers into `dst` (same architecture):
+/// two copies of a model that eager and tgc then train side by side.
+inline void copyState(torch::nn::Module &dst, const torch::nn::Module &src) {
+  torch::NoGradGuard g;
+  auto dp = dst.named_parameters(), sp = src.named_parameters();
+  for (auto &p : sp)
+    dp[p.key()].copy_(p.value());
+  auto db = dst.named_buffers(), sb = src.named_buffers();
+  for (auto &b : sb)
+    db[b.key()].copy_(b.value());
+}
+
 /// Linear(256, 512) - GELU - Linear(512, 512) - ReLU - Linear(512, 128) -
 /// LayerNorm: every GEMM has a pointwise or row epilogue (the model tests).
 inline torch::nn::Sequential epilogueMlp() {

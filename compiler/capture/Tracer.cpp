@@ -148,7 +148,7 @@ int TraceContext::addValue(const at::Tensor &meta) {
 
 at::Tensor TraceContext::makeTracer(int id, const at::Tensor &meta) {
   auto impl = c10::make_intrusive<TracerTensorImpl>(
-      this, segmentIndex(), id, meta, c10::Device(segment_.device));
+      this, segmentIndex(), id, meta, c10::Device(tracerDevice()));
   tracers_.push_back(c10::weak_intrusive_ptr<TracerTensorImpl>(impl));
   return at::Tensor(std::move(impl));
 }
@@ -340,7 +340,7 @@ ArgValue recordArg(TraceContext &ctx, c10::IValue &v, const c10::Argument &arg,
   if (v.isNone() && optional &&
       optional->getElementType()->kind() == c10::TypeKind::DeviceObjType) {
     // A factory without a device makes CPU tensors; compute it on Meta.
-    if (ctx.device() != "cpu")
+    if (ctx.device() != "cpu" || ctx.tracerDevice() != "cpu")
       throw GraphBreak(op, "creates a CPU tensor inside a graph on " + ctx.device());
     v = c10::Device(at::kMeta);
     return a; // None
@@ -415,8 +415,9 @@ ArgValue recordArg(TraceContext &ctx, c10::IValue &v, const c10::Argument &arg,
   } else if (v.isDevice()) {
     a.kind = ArgValue::Device;
     a.s = v.toDevice().str();
-    if (c10::Device(a.s) != c10::Device(ctx.device()))
+    if (c10::Device(a.s) != c10::Device(ctx.tracerDevice()))
       throw GraphBreak(op, "moves data to " + a.s);
+    a.s = ctx.device();
     v = c10::Device(at::kMeta);
   } else {
     throw GraphBreak(op, "has an argument of type " + v.tagKind() +

@@ -91,6 +91,14 @@ public:
   const at::Tensor &metaOf(int id) const;
   void addNode(SegmentNode node) { segment_.nodes.push_back(std::move(node)); }
   const std::string &device() const { return segment_.device; }
+  /// The device tracer tensors report (the segment's unless set). Training
+  /// replays a CUDA segment on tracers that say "cpu", so that autograd's
+  /// engine runs the backward on this thread, where the capture is current;
+  /// device arguments equal to it are recorded as the segment's device.
+  void setTracerDevice(std::string device) { tracerDevice_ = std::move(device); }
+  const std::string &tracerDevice() const {
+    return tracerDevice_.empty() ? segment_.device : tracerDevice_;
+  }
   int segmentIndex() const { return (int)finished_.size(); }
   /// Ends the current segment at a break and starts the next one; the
   /// caller then runs the breaking op on real tensors.
@@ -111,6 +119,7 @@ private:
   std::vector<Segment> finished_;
   std::vector<BreakInfo> breaks_;
   SegmentRunner runner_;
+  std::string tracerDevice_;
   bool finishedAll_ = false;
 };
 

@@ -60,6 +60,11 @@ bool buildJointGraph(const Segment &forward, const std::vector<bool> &requiresGr
   for (int id : forward.inputs)
     metas.push_back(metaOf(forward.values[id]));
   TraceContext ctx(forward.device);
+  // Tracers say "cpu" whatever the segment's device: autograd's engine then
+  // runs the backward on this thread (a CUDA tensor's backward would run on
+  // the engine's device thread, which does not see this capture). The ops
+  // replayed are the segment's own, already specialized for its device.
+  ctx.setTracerDevice("cpu");
   try {
     at::AutoGradMode grad(true);
     auto guard = std::make_unique<TraceGuard>(ctx);

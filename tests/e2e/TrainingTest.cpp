@@ -17,17 +17,6 @@
 
 namespace {
 
-/// Copies `src`'s parameters and buffers into `dst` (same architecture).
-void copyState(torch::nn::Module &dst, const torch::nn::Module &src) {
-  torch::NoGradGuard g;
-  auto dp = dst.named_parameters(), sp = src.named_parameters();
-  for (auto &p : sp)
-    dp[p.key()].copy_(p.value());
-  auto db = dst.named_buffers(), sb = src.named_buffers();
-  for (auto &b : sb)
-    db[b.key()].copy_(b.value());
-}
-
 void expectClose(const torch::Tensor &got, const torch::Tensor &want, double tol,
                  const std::string &what) {
   ASSERT_TRUE(got.defined()) << what << " is undefined";
@@ -53,7 +42,7 @@ torch::nn::Sequential makeMlp() {
 TEST(Training, MlpGradientsOfParametersAndInputsMatchEager) {
   torch::manual_seed(1);
   auto eager = makeMlp(), mine = makeMlp();
-  copyState(*mine, *eager);
+  tgc::models::copyState(*mine, *eager);
   tgc::reset();
   auto f = tgc::compile([&](torch::Tensor x) { return mine->forward(x); });
   for (int call = 0; call < 2; ++call) {
@@ -84,7 +73,7 @@ TEST(Training, CompiledModuleTrainsThroughItsForward) {
   // fills the module's own parameters' .grad, as eager does.
   torch::manual_seed(10);
   auto eager = makeMlp(), mine = makeMlp();
-  copyState(*mine, *eager);
+  tgc::models::copyState(*mine, *eager);
   tgc::reset();
   auto net = tgc::compile(mine);
   torch::Tensor x = torch::randn({8, 64});
@@ -178,7 +167,7 @@ TEST(Training, SavesNoMoreActivationsThanEager) {
 template <class M, class Loss>
 void expectSameTrajectory(M eager, M mine, Loss loss, int steps, double tol,
                           std::function<void()> extra = nullptr) {
-  copyState(*mine, *eager);
+  tgc::models::copyState(*mine, *eager);
   torch::optim::AdamW oe(eager->parameters(), torch::optim::AdamWOptions(1e-2));
   torch::optim::AdamW om(mine->parameters(), torch::optim::AdamWOptions(1e-2));
   auto f = tgc::compile([&](torch::Tensor x) { return mine->forward(x); });
@@ -234,8 +223,8 @@ TEST(Training, AdamWTrajectoriesMatchEager) {
 TEST(Training, GraphBreakInForwardGivesEachSegmentItsBackward) {
   torch::manual_seed(6);
   torch::nn::Linear l1e(16, 32), l2e(32, 8), l1(16, 32), l2(32, 8);
-  copyState(*l1, *l1e);
-  copyState(*l2, *l2e);
+  tgc::models::copyState(*l1, *l1e);
+  tgc::models::copyState(*l2, *l2e);
   auto body = [](torch::nn::Linear &a, torch::nn::Linear &b, torch::Tensor x) {
     torch::Tensor h = a(x);
     h = h.sum().item<double>() > 0 ? torch::relu(h) * 2 : torch::tanh(h);
@@ -266,7 +255,7 @@ TEST(Training, GraphBreakInForwardGivesEachSegmentItsBackward) {
 TEST(Training, GradientAccumulationOverMicroBatches) {
   torch::manual_seed(7);
   auto eager = makeMlp(), mine = makeMlp();
-  copyState(*mine, *eager);
+  tgc::models::copyState(*mine, *eager);
   tgc::reset();
   auto f = tgc::compile([&](torch::Tensor x) { return mine->forward(x); });
   for (int micro = 0; micro < 3; ++micro) {

@@ -3,10 +3,15 @@
 
 #include "compiler/capture/Tracer.h"
 #include "compiler/pipeline/Pipeline.h"
+#include "compiler/training/JointGraph.h"
+#include "compiler/training/Partition.h"
 #include "runtime/Executor.h"
+#include "runtime/TrainingGraph.h"
 #include "runtime/Nvrtc.h"
 #include "tests/emu/CudaEmulator.h"
 #include "tests/gpu/GpuCaseBuilder.h"
+
+#include <ATen/core/grad_mode.h>
 
 #include <cctype>
 #include <cstdlib>
@@ -20,43 +25,67 @@ namespace tgc::emu {
 
 namespace {
 
-/// Compiles `seg` for CUDA and runs its plan on CPU tensors, kernels in the
-/// emulator; appends the plan to `plans`.
-std::vector<at::Tensor> runSegment(Segment seg, const std::vector<at::Tensor> &inputs,
-                                   unsigned maxGrid, EmulatedRun &run) {
-  run.segments.push_back(seg);
-  run.segmentInputs.push_back(inputs);
-  seg.device = "cuda";
+/// Compiles `seg` for CUDA into a graph whose kernels run in the emulator;
+/// appends its plan to `run.plans`.
+std::shared_ptr<CompiledGraph> loadEmulated(Segment seg, unsigned maxGrid, EmulatedRun &run) {
+  if (seg.device.rfind("cuda", 0) != 0)
+    seg.device = "cuda";
   PipelineResult r = runPipeline(seg);
   if (!r.ok)
     throw std::runtime_error("pipeline for cuda: " + r.error);
-  auto modules = std::make_shared<std::map<size_t, std::shared_ptr<Module>>>();
-  const std::vector<std::string> sources = r.plan.cudaSources;
-  KernelLauncher launch = [modules, sources, maxGrid](size_t index, const KernelStep &k,
-                                                      const at::Device &, void **args) {
-    std::shared_ptr<Module> &m = (*modules)[index];
-    if (!m)
-      m = Module::compile(sources[index]);
-    unsigned grid = (unsigned)std::max<int64_t>(1, std::min<int64_t>(k.grid, maxGrid));
-    m->launch(k.name, LaunchConfig{{grid}, {(unsigned)k.block}}, args);
-  };
-  std::string error;
-  auto graph = CompiledGraph::loadWithLauncher(r.plan, launch, error);
-  if (!graph)
-    throw std::runtime_error("loading the emulated plan: " + error);
+  auto graph = loadEmulatedPlan(r.plan, maxGrid);
   run.plans.push_back(std::move(r.plan));
-  return graph->run(inputs);
+  return graph;
 }
 
-} // namespace
+/// Runs `seg` compiled for CUDA, emulated, on CPU tensors.
+std::vector<at::Tensor> runSegment(const Segment &seg, const std::vector<at::Tensor> &inputs,
+                                   unsigned maxGrid, EmulatedRun &run) {
+  run.segments.push_back(seg);
+  run.segmentInputs.push_back(inputs);
+  return loadEmulated(seg, maxGrid, run)->run(inputs);
+}
 
-EmulatedRun runEmulated(const Program &fn, const std::vector<at::Tensor> &inputs,
-                        unsigned maxGrid) {
+/// Runs `seg` as a CUDA training graph, emulated, when autograd needs one.
+std::vector<at::Tensor> runTrainingSegment(const Segment &seg,
+                                           const std::vector<at::Tensor> &inputs,
+                                           unsigned maxGrid, EmulatedRun &run) {
+  std::vector<bool> grad;
+  bool any = false;
+  for (const at::Tensor &t : inputs) {
+    grad.push_back(t.requires_grad());
+    any = any || t.requires_grad();
+  }
+  if (!any || !at::GradMode::is_enabled())
+    return runSegment(seg, inputs, maxGrid, run);
+  Segment cuda = seg;
+  cuda.device = "cuda:0"; // the joint graph of a CUDA segment, as on a GPU
+  JointGraph joint;
+  std::string error;
+  if (!buildJointGraph(cuda, grad, joint, error))
+    throw std::runtime_error("joint graph: " + error);
+  TrainingPartition p = partitionJoint(joint);
+  if (p.forward.device != cuda.device || p.backward.device != cuda.device)
+    throw std::runtime_error("the partition lost the segment's device");
+  run.segments.push_back(seg);
+  run.segmentInputs.push_back(inputs);
+  auto g = std::make_shared<TrainingGraph>();
+  g->forward = loadEmulated(p.forward, maxGrid, run);
+  g->backward = loadEmulated(p.backward, maxGrid, run);
+  g->layout = p.layout;
+  return applyTraining(g, inputs);
+}
+
+using Runner = std::vector<at::Tensor> (*)(const Segment &, const std::vector<at::Tensor> &,
+                                           unsigned, EmulatedRun &);
+
+EmulatedRun capture(const Program &fn, const std::vector<at::Tensor> &inputs, unsigned maxGrid,
+                    Runner runner) {
   EmulatedRun run;
   // At a graph break the pending segment runs emulated, as the JIT would
   // run it compiled, and capture resumes.
   TraceContext ctx("cpu", [&](const Segment &seg, const std::vector<at::Tensor> &in) {
-    return runSegment(seg, in, maxGrid, run);
+    return runner(seg, in, maxGrid, run);
   });
   {
     TraceGuard guard(ctx);
@@ -66,9 +95,45 @@ EmulatedRun runEmulated(const Program &fn, const std::vector<at::Tensor> &inputs
     std::vector<at::Tensor> all = inputs;
     for (const at::Tensor &t : ctx.lifted())
       all.push_back(t);
-    run.outputs = runSegment(ctx.segment(), all, maxGrid, run);
+    run.outputs = runner(ctx.segment(), all, maxGrid, run);
   }
   return run;
+}
+
+} // namespace
+
+std::shared_ptr<CompiledGraph> loadEmulatedPlan(const Plan &plan, unsigned maxGrid) {
+  auto modules = std::make_shared<std::map<size_t, std::shared_ptr<Module>>>();
+  auto lock = std::make_shared<std::mutex>(); // a backward runs on autograd's thread
+  const std::vector<std::string> sources = plan.cudaSources;
+  KernelLauncher launch = [modules, lock, sources, maxGrid](size_t index, const KernelStep &k,
+                                                            const at::Device &, void **args) {
+    std::shared_ptr<Module> m;
+    {
+      std::lock_guard<std::mutex> held(*lock);
+      std::shared_ptr<Module> &slot = (*modules)[index];
+      if (!slot)
+        slot = Module::compile(sources[index]);
+      m = slot;
+    }
+    unsigned grid = (unsigned)std::max<int64_t>(1, std::min<int64_t>(k.grid, maxGrid));
+    m->launch(k.name, LaunchConfig{{grid}, {(unsigned)k.block}}, args);
+  };
+  std::string error;
+  auto graph = CompiledGraph::loadWithLauncher(plan, launch, error);
+  if (!graph)
+    throw std::runtime_error("loading the emulated plan: " + error);
+  return graph;
+}
+
+EmulatedRun runEmulated(const Program &fn, const std::vector<at::Tensor> &inputs,
+                        unsigned maxGrid) {
+  return capture(fn, inputs, maxGrid, runSegment);
+}
+
+EmulatedRun runEmulatedTraining(const Program &fn, const std::vector<at::Tensor> &inputs,
+                                unsigned maxGrid) {
+  return capture(fn, inputs, maxGrid, runTrainingSegment);
 }
 
 void recordGpuCase(const std::string &name, const EmulatedRun &run,

@@ -8,6 +8,7 @@
 #define TGC_TESTS_EMU_EMULATEDGRAPH_H
 
 #include "compiler/capture/Segment.h"
+#include "runtime/Executor.h"
 
 #include <ATen/core/Tensor.h>
 
@@ -26,12 +27,26 @@ struct EmulatedRun {
   std::vector<std::vector<at::Tensor>> segmentInputs; ///< what each segment ran on
 };
 
+/// A CUDA plan loaded to run on CPU tensors: kernels in the emulator (each
+/// compiled on first launch), extern steps through CPU ATen. Throws when it
+/// does not load.
+std::shared_ptr<CompiledGraph> loadEmulatedPlan(const Plan &plan, unsigned maxGrid = 1u << 20);
+
 /// Captures `fn` on `inputs`, compiles each segment (one per graph break)
 /// for CUDA and runs it emulated. `maxGrid` caps every launch's grid, so
 /// grid-stride loops take several trips. Throws on a pipeline error;
 /// kernel errors (a bad index) raise as from the JIT.
 EmulatedRun runEmulated(const Program &fn, const std::vector<at::Tensor> &inputs,
                         unsigned maxGrid = 1u << 20);
+
+/// runEmulated with autograd: a segment whose inputs (lifted parameters
+/// included) require grad, in grad mode, becomes a training graph as in the
+/// JIT (joint graph from autograd on the "cuda" segment, min-cut
+/// partition); both halves compile for CUDA and run emulated, joined by
+/// tgc's autograd Function, so `backward()` on the outputs runs the
+/// emulated backward. `plans` lists every forward and backward plan.
+EmulatedRun runEmulatedTraining(const Program &fn, const std::vector<at::Tensor> &inputs,
+                                unsigned maxGrid = 1u << 20);
 
 /// With TGC_GPU_CORPUS_DIR set, writes a single-segment run as
 /// `<dir>/<name>.tgccase` (tests/gpu/GpuCase.h: plan, sm_90 cubins, eager

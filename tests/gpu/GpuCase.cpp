@@ -20,6 +20,7 @@ namespace tgc::gpu {
 namespace {
 
 constexpr int64_t kFormat = 1;
+constexpr int64_t kTrainingFormat = 1;
 
 std::string pickle(const std::vector<at::Tensor> &ts) {
   std::vector<char> bytes = torch::pickle_save(c10::IValue(ts));
@@ -31,10 +32,7 @@ std::vector<at::Tensor> unpickle(const std::string &s) {
   return v.toTensorVector();
 }
 
-} // namespace
-
-void writeGpuCase(const GpuCase &c, const std::string &path) {
-  Writer w;
+void writeCase(Writer &w, const GpuCase &c) {
   w.i64(kFormat);
   w.str(c.name);
   w.str(serializePlan(c.plan));
@@ -46,15 +44,9 @@ void writeGpuCase(const GpuCase &c, const std::string &path) {
   w.str(pickle(c.inputs));
   w.str(pickle(c.expected));
   w.f64(c.tol);
-  if (!writeFileAtomic(path, w.out))
-    throw std::runtime_error("cannot write " + path);
 }
 
-GpuCase readGpuCase(const std::string &path) {
-  std::string data;
-  if (!readFile(path, data))
-    throw std::runtime_error("cannot read " + path);
-  Reader r(data);
+GpuCase readCase(Reader &r, const std::string &path) {
   if (r.i64() != kFormat)
     throw std::runtime_error(path + ": not a GPU case of this version");
   GpuCase c;
@@ -70,6 +62,98 @@ GpuCase readGpuCase(const std::string &path) {
   c.expected = unpickle(r.str());
   c.tol = r.f64();
   return c;
+}
+
+std::string fileContents(const std::string &path) {
+  std::string data;
+  if (!readFile(path, data))
+    throw std::runtime_error("cannot read " + path);
+  return data;
+}
+
+void writeOut(const Writer &w, const std::string &path) {
+  if (!writeFileAtomic(path, w.out))
+    throw std::runtime_error("cannot write " + path);
+}
+
+} // namespace
+
+void writeGpuCase(const GpuCase &c, const std::string &path) {
+  Writer w;
+  writeCase(w, c);
+  writeOut(w, path);
+}
+
+GpuCase readGpuCase(const std::string &path) {
+  std::string data = fileContents(path);
+  Reader r(data);
+  return readCase(r, path);
+}
+
+void writeGpuTrainingCase(const GpuTrainingCase &c, const std::string &path) {
+  Writer w;
+  w.i64(kTrainingFormat);
+  w.str(c.name);
+  writeCase(w, c.forward);
+  writeCase(w, c.backward);
+  w.str(serializePlan(c.eager));
+  w.i64(c.layout.numPrimals);
+  w.i64(c.layout.numOutputs);
+  w.i64(c.layout.backwardInputs.size());
+  for (const TrainingLayout::Source &s : c.layout.backwardInputs) {
+    w.i64(s.kind);
+    w.i64(s.index);
+  }
+  w.ids(c.layout.tangentOf);
+  w.ids(c.layout.gradOf);
+  w.i64(c.layout.savedBytes);
+  w.i64(c.requiresGrad.size());
+  for (bool b : c.requiresGrad)
+    w.u8(b);
+  writeOut(w, path);
+}
+
+GpuTrainingCase readGpuTrainingCase(const std::string &path) {
+  std::string data = fileContents(path);
+  Reader r(data);
+  if (r.i64() != kTrainingFormat)
+    throw std::runtime_error(path + ": not a GPU training case of this version");
+  GpuTrainingCase c;
+  c.name = r.str();
+  c.forward = readCase(r, path);
+  c.backward = readCase(r, path);
+  std::string error;
+  if (!deserializePlan(r.str(), c.eager, error))
+    throw std::runtime_error(path + ": " + error);
+  c.layout.numPrimals = r.i64();
+  c.layout.numOutputs = r.i64();
+  c.layout.backwardInputs.resize(r.count(16));
+  for (TrainingLayout::Source &s : c.layout.backwardInputs) {
+    int64_t kind = r.i64();
+    if (kind < TrainingLayout::Source::Primal || kind > TrainingLayout::Source::Tangent)
+      throw std::runtime_error(path + ": bad backward input kind");
+    s.kind = TrainingLayout::Source::Kind(kind);
+    s.index = int(r.i64());
+  }
+  c.layout.tangentOf = r.ids();
+  c.layout.gradOf = r.ids();
+  c.layout.savedBytes = r.i64();
+  c.requiresGrad.resize(r.count(1));
+  for (size_t i = 0; i < c.requiresGrad.size(); ++i)
+    c.requiresGrad[i] = r.u8() != 0;
+  if (!r.done())
+    throw std::runtime_error(path + ": trailing data");
+  return c;
+}
+
+std::shared_ptr<TrainingGraph> loadTrainingOnDevice(const GpuTrainingCase &c, std::string &error) {
+  auto g = std::make_shared<TrainingGraph>();
+  g->forward = loadOnDevice(c.forward, error);
+  g->backward = g->forward ? loadOnDevice(c.backward, error) : nullptr;
+  if (!g->backward)
+    return nullptr;
+  g->layout = c.layout;
+  return g;
 }
 
 std::string buildImages(GpuCase &c, const std::string &arch) {

@@ -11,6 +11,7 @@
 #define TGC_TESTS_GPU_GPUCASE_H
 
 #include "runtime/Executor.h"
+#include "runtime/TrainingGraph.h"
 
 #include <string>
 #include <vector>
@@ -40,6 +41,28 @@ std::string buildImages(GpuCase &c, const std::string &arch);
 /// Loads `c.plan` for the current CUDA device: the stored cubins when the
 /// device is `c.arch`, else NVRTC on this machine. Null with `error`.
 std::shared_ptr<CompiledGraph> loadOnDevice(const GpuCase &c, std::string &error);
+
+/// A training step compiled for a GPU: tgc's forward and backward plans (as
+/// cases with cubins; their `eager` plans are unused), how they connect,
+/// and the user's segment as ATen calls, which eager runs under autograd.
+/// Plan inputs: the segment's inputs, then the weights capture lifted.
+struct GpuTrainingCase {
+  std::string name;
+  GpuCase forward, backward;
+  TrainingLayout layout;
+  Plan eager;                     ///< the user's segment, op by op, device cuda
+  std::vector<bool> requiresGrad; ///< per input of `eager`
+};
+
+/// Writes `c` to `path` (atomically); throws std::runtime_error on failure.
+void writeGpuTrainingCase(const GpuTrainingCase &c, const std::string &path);
+/// Reads a file written by writeGpuTrainingCase; throws std::runtime_error.
+GpuTrainingCase readGpuTrainingCase(const std::string &path);
+
+/// Both halves of `c` loaded for the current CUDA device (as loadOnDevice),
+/// joined as tgc's training graph (run it with applyTraining). Null with
+/// `error`.
+std::shared_ptr<TrainingGraph> loadTrainingOnDevice(const GpuTrainingCase &c, std::string &error);
 
 /// Why this process cannot run CUDA plans ("" when it can).
 std::string whyNoGpu();

@@ -3,21 +3,57 @@
 
 #include "compiler/capture/Tracer.h"
 #include "compiler/pipeline/Pipeline.h"
+#include "compiler/training/JointGraph.h"
+#include "compiler/training/Partition.h"
+
+#include <ATen/core/grad_mode.h>
 
 #include <stdexcept>
 
 namespace tgc::gpu {
 
+namespace {
+
+/// `seg`'s ops as ATen calls on device cuda.
+Plan eagerOnCuda(const Segment &seg) {
+  Plan eager = seg.toExternPlan();
+  eager.device = "cuda";
+  for (ExternStep &e : eager.externs) // factories were made on the CPU at capture
+    for (ArgValue &a : e.args)
+      if (a.kind == ArgValue::Device && a.s == "cpu")
+        a.s = "cuda";
+  return eager;
+}
+
+/// Captures `fn` on `inputs` as one segment; its inputs then lifted tensors.
+Segment captureOne(const Program &fn, const std::vector<at::Tensor> &inputs,
+                   std::vector<at::Tensor> &planInputs) {
+  TraceContext ctx("cpu");
+  {
+    TraceGuard guard(ctx);
+    ctx.finish(fn(ctx.makeInputs(inputs)));
+  }
+  planInputs = inputs;
+  for (const at::Tensor &t : ctx.lifted())
+    planInputs.push_back(t);
+  return ctx.segment();
+}
+
+Plan cudaPlanOf(const std::string &name, Segment seg) {
+  seg.device = "cuda";
+  PipelineResult r = runPipeline(seg);
+  if (!r.ok)
+    throw std::runtime_error(name + ": the pipeline for cuda failed: " + r.error);
+  return std::move(r.plan);
+}
+
+} // namespace
+
 GpuCase caseFromSegment(const std::string &name, const Segment &seg, Plan cudaPlan) {
   GpuCase c;
   c.name = name;
   c.plan = std::move(cudaPlan);
-  c.eager = seg.toExternPlan();
-  c.eager.device = "cuda";
-  for (ExternStep &e : c.eager.externs) // factories were made on the CPU at capture
-    for (ArgValue &a : e.args)
-      if (a.kind == ArgValue::Device && a.s == "cpu")
-        a.s = "cuda";
+  c.eager = eagerOnCuda(seg);
   std::string error = buildImages(c, "sm_90");
   if (!error.empty())
     throw std::runtime_error(name + ": " + error);
@@ -27,21 +63,31 @@ GpuCase caseFromSegment(const std::string &name, const Segment &seg, Plan cudaPl
 GpuCase caseFromProgram(const std::string &name, const Program &fn,
                         const std::vector<at::Tensor> &inputs,
                         std::vector<at::Tensor> &planInputs) {
-  TraceContext ctx("cpu");
-  {
-    TraceGuard guard(ctx);
-    ctx.finish(fn(ctx.makeInputs(inputs)));
-  }
-  Segment seg = ctx.segment();
-  planInputs = inputs;
-  for (const at::Tensor &t : ctx.lifted())
-    planInputs.push_back(t);
-  Segment forCuda = seg;
-  forCuda.device = "cuda";
-  PipelineResult r = runPipeline(forCuda);
-  if (!r.ok)
-    throw std::runtime_error(name + ": the pipeline for cuda failed: " + r.error);
-  return caseFromSegment(name, seg, std::move(r.plan));
+  Segment seg = captureOne(fn, inputs, planInputs);
+  return caseFromSegment(name, seg, cudaPlanOf(name, seg));
+}
+
+GpuTrainingCase trainingCaseFromProgram(const std::string &name, const Program &fn,
+                                        const std::vector<at::Tensor> &inputs,
+                                        std::vector<at::Tensor> &planInputs) {
+  at::AutoGradMode grad(true);
+  Segment seg = captureOne(fn, inputs, planInputs);
+  GpuTrainingCase c;
+  c.name = name;
+  for (const at::Tensor &t : planInputs)
+    c.requiresGrad.push_back(t.requires_grad());
+  Segment cuda = seg;
+  cuda.device = "cuda";
+  JointGraph joint;
+  std::string error;
+  if (!buildJointGraph(cuda, c.requiresGrad, joint, error))
+    throw std::runtime_error(name + ": no joint graph: " + error);
+  TrainingPartition p = partitionJoint(joint);
+  c.forward = caseFromSegment(name + ".forward", p.forward, cudaPlanOf(name, p.forward));
+  c.backward = caseFromSegment(name + ".backward", p.backward, cudaPlanOf(name, p.backward));
+  c.layout = p.layout;
+  c.eager = eagerOnCuda(seg);
+  return c;
 }
 
 } // namespace tgc::gpu

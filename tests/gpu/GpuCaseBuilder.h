@@ -25,6 +25,14 @@ GpuCase caseFromProgram(const std::string &name, const Program &fn,
                         const std::vector<at::Tensor> &inputs,
                         std::vector<at::Tensor> &planInputs);
 
+/// Captures `fn` on CPU `inputs` as one segment with grad mode on (weights
+/// that require grad are lifted as inputs that require grad), builds the
+/// joint graph of the segment as a CUDA one, partitions it and compiles
+/// both halves for CUDA (sm_90 cubins). `planInputs` as for caseFromProgram.
+GpuTrainingCase trainingCaseFromProgram(const std::string &name, const Program &fn,
+                                        const std::vector<at::Tensor> &inputs,
+                                        std::vector<at::Tensor> &planInputs);
+
 } // namespace tgc::gpu
 
 #endif // TGC_TESTS_GPU_GPUCASEBUILDER_H

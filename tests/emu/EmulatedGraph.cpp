@@ -102,7 +102,14 @@ EmulatedRun capture(const Program &fn, const std::vector<at::Tensor> &inputs, un
 
 } // namespace
 
-std::shared_ptr<CompiledGraph> loadEmulatedPlan(const Plan &plan, unsigned maxGrid) {
+std::shared_ptr<CompiledGraph> loadEmulatedPlan(const Plan &cudaPlan, unsigned maxGrid) {
+  // Extern steps run on CPU ATen here: factories (dropout's seed, say) that
+  // name the plan's CUDA device make CPU tensors instead.
+  Plan plan = cudaPlan;
+  for (ExternStep &e : plan.externs)
+    for (ArgValue &a : e.args)
+      if (a.kind == ArgValue::Device && a.s.rfind("cuda", 0) == 0)
+        a.s = "cpu";
   auto modules = std::make_shared<std::map<size_t, std::shared_ptr<Module>>>();
   auto lock = std::make_shared<std::mutex>(); // a backward runs on autograd's thread
   const std::vector<std::string> sources = plan.cudaSources;

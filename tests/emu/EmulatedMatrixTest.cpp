@@ -202,6 +202,75 @@ TEST(EmulatedLayouts, KernelsReadThroughTheMap) {
   }
 }
 
+TEST(EmulatedRowsOtherDims, SoftmaxOverAnyDimMatchesEagersValuesAndLayout) {
+  torch::NoGradGuard noGrad;
+  torch::manual_seed(11);
+  auto softmax0 = [](const auto &in) { return std::vector<Tensor>{torch::softmax(in[0], 0)}; };
+  auto logSoftmax1 = [](const auto &in) { return std::vector<Tensor>{torch::log_softmax(in[0], 1)}; };
+  auto withConsumer = [](const auto &in) { return std::vector<Tensor>{torch::softmax(in[0] * 2, -2) + 1}; };
+  for (auto [fn, x] : std::vector<std::pair<Program, Tensor>>{
+           {softmax0, torch::randn({33, 6}) * 4},
+           {logSoftmax1, torch::randn({3, 17, 5}) * 3},
+           {withConsumer, torch::randn({2, 9, 4})},
+           {softmax0, torch::randn({8, 12}).t()}}) {
+    SCOPED_TRACE(::testing::PrintToString(x.sizes()));
+    Tensor want = fn({x})[0];
+    EmulatedRun r = emulate(fn, {x});
+    expectClose(r.outputs[0], want, 1e-5);
+    EXPECT_EQ(r.outputs[0].strides(), want.strides()) << "the result is laid out as eager's";
+  }
+  Tensor xb = torch::randn({40, 3}).to(torch::kBFloat16);
+  checkEmulated(softmax0, {xb}, torch::softmax(xb.to(torch::kFloat), 0).to(torch::kBFloat16), 2e-2);
+}
+
+TEST(EmulatedRowsOtherDims, BatchNormTrainingUpdatesRunningStatistics) {
+  torch::NoGradGuard noGrad;
+  for (auto dt : {torch::kFloat, torch::kBFloat16}) {
+    SCOPED_TRACE(c10::toString(dt));
+    torch::manual_seed(12);
+    torch::nn::BatchNorm2d eager(6), mine(6);
+    eager->to(dt);
+    mine->to(dt);
+    for (int step = 0; step < 2; ++step) {
+      // Channels-last on the second step: the per-channel rows are strided.
+      Tensor x = torch::randn({4, 6, 5, 7}).to(dt) * 2 + 1;
+      if (step == 1)
+        x = x.contiguous(torch::MemoryFormat::ChannelsLast);
+      EmulatedRun r =
+          emulate([&](const auto &in) { return std::vector<Tensor>{mine->forward(in[0])}; }, {x});
+      Tensor want = eager->forward(x);
+      double tol = isHalf(dt) ? 3e-2 : 1e-4;
+      expectClose(r.outputs[0], want, tol);
+      expectClose(mine->running_mean, eager->running_mean, tol);
+      expectClose(mine->running_var, eager->running_var, tol);
+      EXPECT_EQ(mine->num_batches_tracked.item<int64_t>(), eager->num_batches_tracked.item<int64_t>());
+    }
+  }
+}
+
+TEST(EmulatedDropout, KeepsOneMinusPScaledFreshEachCallAndReproducible) {
+  torch::NoGradGuard noGrad;
+  const double p = 0.3;
+  auto fn = [p](const auto &in) { return std::vector<Tensor>{torch::dropout(in[0], p, true) + in[1]}; };
+  Tensor x = torch::randn({256, 512}).abs() + 0.5, y = torch::randn({512});
+  torch::manual_seed(7);
+  EmulatedRun first = emulate(fn, {x, y});
+  Tensor out = first.outputs[0] - y, kept = out != 0;
+  // 131072 Bernoulli(0.7) draws: the standard deviation of the rate is 0.0013.
+  EXPECT_NEAR(kept.to(torch::kDouble).mean().item<double>(), 1 - p, 0.01);
+  EXPECT_TRUE(torch::allclose(out.masked_select(kept), (x / (1 - p)).masked_select(kept), 1e-5, 1e-5));
+  Tensor rowRate = kept.to(torch::kDouble).mean(1), colRate = kept.to(torch::kDouble).mean(0);
+  EXPECT_LT((rowRate - (1 - p)).abs().max().item<double>(), 0.1);
+  EXPECT_LT((colRate - (1 - p)).abs().max().item<double>(), 0.15);
+  ASSERT_EQ(first.plans.size(), 1u);
+  EXPECT_EQ(first.plans[0].kernels.size(), 1u) << "mask, scale and add in one kernel";
+  Tensor again = emulate(fn, {x, y}).outputs[0];
+  EXPECT_FALSE(torch::equal(again, first.outputs[0])) << "each call draws a new seed";
+  torch::manual_seed(7);
+  EXPECT_TRUE(torch::equal(emulate(fn, {x, y}).outputs[0], first.outputs[0]))
+      << "the seed comes from ATen's default generator";
+}
+
 TEST(EmulatedExternOps, EpiloguesMatchEager) {
   // The library call runs on CPU ATen; its fused epilogue is a tgc kernel.
   torch::NoGradGuard noGrad;

@@ -66,8 +66,29 @@ struct Entry {
   /// Captures with graph breaks re-run the user code each call, tracing
   /// lazily; their segments come from the segment cache.
   bool lazy = false;
+  /// The graph's last outputs are guards of predicted host reads (see
+  /// TraceContext::allowSpeculation): all false, or the call runs eagerly.
+  size_t guards = 0;
+  /// Whether capture predicts host reads; false once a prediction had to be
+  /// dropped, so lazy calls do not capture twice each time.
+  bool predict = true;
   std::string reason; ///< why it runs eagerly (graph and lazy unset)
 };
+
+/// Removes the `guards` last outputs; false when a guard failed (then the
+/// outputs are not the program's and the call must run eagerly).
+bool guardsHold(std::vector<at::Tensor> &outputs, size_t guards) {
+  bool hold = true;
+  for (size_t i = outputs.size() - guards; i < outputs.size(); ++i)
+    hold = hold && !outputs[i].item<bool>();
+  outputs.resize(outputs.size() - guards);
+  if (!hold) {
+    counters().eagerFallbacks++;
+    log("fallbacks", "a predicted host read did not hold (equal(x, x) on a tensor with a NaN); "
+                     "this call runs eagerly");
+  }
+  return hold;
+}
 
 TensorSpec specOf(const at::Tensor &t) {
   TensorSpec s;
@@ -333,45 +354,60 @@ detail::Engine::Impl::capture(const std::vector<at::Tensor> &inputs,
   SegmentRunner runner;
   if (!options.fullgraph)
     runner = runSegment;
-  TraceContext ctx(deviceOf(inputs), runner);
+  std::unique_ptr<TraceContext> ctx;
   std::vector<at::Tensor> reals;
-  try {
-    TraceGuard guard(ctx);
-    std::vector<at::Tensor> outputs = body(ctx.makeInputs(inputs));
-    reals = ctx.finish(outputs);
-  } catch (const c10::Error &e) {
-    // Capture ran nothing yet (no break): running eagerly loses nothing.
-    if (ctx.hadBreaks() || options.fullgraph)
-      throw;
-    entry.reason = std::string("capture failed: ") + e.what_without_backtrace();
-    log("fallbacks", "running eagerly: " + entry.reason);
-    counters().eagerFallbacks++;
-    return body(inputs);
+  // First with host reads predicted where capture can (one graph instead of
+  // a break); if a break or a write follows a prediction, nothing real has
+  // run yet, so capture again without.
+  for (bool speculate : {entry.predict, false}) {
+    ctx = std::make_unique<TraceContext>(deviceOf(inputs), runner);
+    ctx->allowSpeculation(speculate);
+    try {
+      TraceGuard guard(*ctx);
+      std::vector<at::Tensor> outputs = body(ctx->makeInputs(inputs));
+      reals = ctx->finish(outputs);
+      break;
+    } catch (const SpeculationAborted &a) {
+      log("graph_breaks", std::string("capturing again without predictions: ") + a.what());
+      entry.predict = false;
+    } catch (const c10::Error &e) {
+      // Capture ran nothing yet (no break): running eagerly loses nothing.
+      if (ctx->hadBreaks() || options.fullgraph)
+        throw;
+      entry.reason = std::string("capture failed: ") + e.what_without_backtrace();
+      log("fallbacks", "running eagerly: " + entry.reason);
+      counters().eagerFallbacks++;
+      return body(inputs);
+    }
   }
-  if (ctx.hadBreaks()) {
+  if (ctx->hadBreaks()) {
     entry.lazy = true;
     return reals;
   }
-  entry.lifted = ctx.lifted();
+  entry.guards = ctx->guards().size();
+  entry.lifted = ctx->lifted();
   for (const at::Tensor &t : entry.lifted) {
     entry.liftedSpecs.push_back(specOf(t));
     entry.liftedGrad.push_back(t.requires_grad());
   }
   std::vector<at::Tensor> all = inputs;
   all.insert(all.end(), entry.lifted.begin(), entry.lifted.end());
+  std::vector<at::Tensor> outs;
   if (needsTraining(all)) {
     std::string error;
-    entry.training = trainingCache().get(ctx.segment(), all, error);
+    entry.training = trainingCache().get(ctx->segment(), all, error);
     if (!entry.training) {
       entry.reason = "compiled training is unavailable for this graph: " + error;
       log("fallbacks", "running eagerly: " + entry.reason);
       counters().eagerFallbacks++;
       return body(inputs);
     }
-    return applyTraining(entry.training, all);
+    outs = applyTraining(entry.training, all);
+  } else {
+    entry.graph = segmentCache().get(ctx->segment());
+    outs = entry.graph->run(all);
   }
-  entry.graph = segmentCache().get(ctx.segment());
-  return entry.graph->run(all);
+  return guardsHold(outs, entry.guards) ? outs : body(inputs);
 }
 
 detail::Engine::Engine(Options options) : impl_(std::make_unique<Impl>()) {
@@ -452,10 +488,13 @@ detail::Engine::call(const std::vector<at::Tensor> &inputs,
   if (entry->graph || entry->training) {
     std::vector<at::Tensor> all = inputs;
     all.insert(all.end(), entry->lifted.begin(), entry->lifted.end());
-    return entry->training ? applyTraining(entry->training, all) : entry->graph->run(all);
+    std::vector<at::Tensor> outs =
+        entry->training ? applyTraining(entry->training, all) : entry->graph->run(all);
+    return guardsHold(outs, entry->guards) ? outs : body(inputs);
   }
   if (entry->lazy) {
     Entry scratch;
+    scratch.predict = entry->predict;
     return impl_->capture(inputs, body, scratch);
   }
   counters().eagerFallbacks++;
@@ -502,11 +541,21 @@ namespace tgc {
 Explanation detail::explainCall(
     const std::vector<at::Tensor> &inputs,
     const std::function<std::vector<at::Tensor>(const std::vector<at::Tensor> &)> &body) {
-  TraceContext ctx(deviceOf(inputs), runSegment);
-  {
-    TraceGuard guard(ctx);
-    ctx.finish(body(ctx.makeInputs(inputs)));
+  // As the JIT captures: predictions first, then without if one is dropped.
+  std::unique_ptr<TraceContext> captured;
+  for (bool speculate : {true, false}) {
+    auto ctx = std::make_unique<TraceContext>(deviceOf(inputs), runSegment);
+    ctx->allowSpeculation(speculate);
+    try {
+      TraceGuard guard(*ctx);
+      ctx->finish(body(ctx->makeInputs(inputs)));
+    } catch (const SpeculationAborted &) {
+      continue;
+    }
+    captured = std::move(ctx);
+    break;
   }
+  TraceContext &ctx = *captured;
   Explanation e;
   for (const Segment &seg : ctx.segments()) {
     std::vector<std::string> ops;

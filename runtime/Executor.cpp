@@ -325,6 +325,25 @@ void CompiledGraph::runExtern(size_t index,
   }
 }
 
+at::Tensor CompiledGraph::takeArena(const at::Device &device) const {
+  if (device.is_cpu()) {
+    std::lock_guard<std::mutex> lock(arenaMutex_);
+    if (spareArena_.defined())
+      return std::move(spareArena_);
+  }
+  return at::empty({memory_.arenaBytes}, at::TensorOptions().dtype(at::kByte).device(device));
+}
+
+void CompiledGraph::giveBackArena(at::Tensor arena) const {
+  // Only a CPU arena no view outlived: a CUDA arena's reuse would have to
+  // follow streams, which the caching allocator already does.
+  if (!arena.defined() || !arena.is_cpu() || arena.use_count() != 1)
+    return;
+  std::lock_guard<std::mutex> lock(arenaMutex_);
+  if (!spareArena_.defined())
+    spareArena_ = std::move(arena);
+}
+
 std::vector<at::Tensor>
 CompiledGraph::run(const std::vector<at::Tensor> &inputs) const {
   TORCH_CHECK(inputs.size() == plan_.inputs.size(), "tgc: the graph takes ",
@@ -335,7 +354,7 @@ CompiledGraph::run(const std::vector<at::Tensor> &inputs) const {
   at::Device device = inputs.empty() ? at::Device(plan_.device) : inputs[0].device();
   at::Tensor arena;
   if (memory_.arenaBytes > 0)
-    arena = at::empty({memory_.arenaBytes}, at::TensorOptions().dtype(at::kByte).device(device));
+    arena = takeArena(device);
   for (size_t s = 0; s < plan_.steps.size(); ++s) {
     const Step &st = plan_.steps[s];
     if (st.kind == Step::Kernel)
@@ -349,6 +368,8 @@ CompiledGraph::run(const std::vector<at::Tensor> &inputs) const {
   outputs.reserve(plan_.outputs.size());
   for (int v : plan_.outputs)
     outputs.push_back(values[v]);
+  values.clear();
+  giveBackArena(std::move(arena));
   return outputs;
 }
 

@@ -11,6 +11,7 @@
 
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <vector>
 
@@ -62,6 +63,9 @@ public:
   /// Kernels compiled by this load (0 when all came from the disk cache).
   int64_t kernelsCompiled() const { return kernelsCompiled_; }
   /// Where the plan's intermediates live: one arena per run, reused slots.
+  /// On the CPU the arena of a finished run is kept for the next one (its
+  /// pages stay mapped: no page faults per call); concurrent runs each
+  /// allocate their own.
   const MemoryPlan &memoryPlan() const { return memory_; }
 
 private:
@@ -81,8 +85,15 @@ private:
   std::vector<c10::OperatorHandle> ops_;
   std::vector<bool> isView_; ///< the op returns an alias of an input (no work)
   std::vector<std::vector<int>> releaseAfter_; ///< per step: dead buffers
+  /// An arena for this run: the spare one on the CPU, else a new one.
+  at::Tensor takeArena(const at::Device &device) const;
+  /// Keeps `arena` as the spare when nothing else holds it.
+  void giveBackArena(at::Tensor arena) const;
+
   int64_t kernelsCompiled_ = 0;
   MemoryPlan memory_;
+  mutable std::mutex arenaMutex_;
+  mutable at::Tensor spareArena_;
 };
 
 } // namespace tgc

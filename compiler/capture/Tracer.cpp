@@ -6,7 +6,9 @@
 #include "runtime/Log.h"
 
 #include <ATen/core/dispatch/Dispatcher.h>
+#include <ATen/ops/any.h>
 #include <ATen/ops/empty_strided.h>
+#include <ATen/ops/isnan.h>
 #include <c10/core/impl/LocalDispatchKeySet.h>
 #include <torch/library.h>
 
@@ -160,6 +162,7 @@ TraceContext::makeInputs(const std::vector<at::Tensor> &inputs) {
     int id = addValue(metaLike(t));
     segment_.inputs.push_back(id);
     inputsReal_.push_back(t);
+    inputAliases_.insert(id);
     tracers.push_back(makeTracer(id, metas_[id]));
   }
   userInputs_ = inputs.size();
@@ -184,6 +187,7 @@ int TraceContext::lift(const at::Tensor &real, const void *key) {
   int id = addValue(metaLike(real));
   segment_.inputs.push_back(id);
   inputsReal_.push_back(real);
+  inputAliases_.insert(id);
   liftedIds_[key] = id;
   return id;
 }
@@ -256,6 +260,8 @@ void TraceContext::flush(const std::vector<int> &outputs,
 }
 
 void TraceContext::breakAt(const GraphBreak &why) {
+  if (!guards_.empty())
+    throw SpeculationAborted("graph break at " + why.op + " after a predicted host read");
   breaks_.push_back({why.op, why.reason, segmentIndex()});
   std::vector<int> live;
   for (auto &w : tracers_)
@@ -274,7 +280,10 @@ std::vector<at::Tensor> TraceContext::finish(const std::vector<at::Tensor> &outp
     ids.push_back(valueOf(t));
   }
   if (!hadBreaks()) {
+    if (!guards_.empty() && wroteInput_)
+      throw SpeculationAborted("the graph writes an input after a predicted host read");
     segment_.outputs = ids;
+    segment_.outputs.insert(segment_.outputs.end(), guards_.begin(), guards_.end());
     return {};
   }
   std::vector<at::Tensor> reals;
@@ -521,6 +530,58 @@ TraceContext *contextOf(const torch::jit::Stack &stack, size_t n) {
   return currentContext;
 }
 
+/// Tracks which values alias the graph's inputs and whether `node` (of
+/// `schema`) writes one: a prediction's guard can only be checked after the
+/// graph ran, so the graph must have left its inputs as they were.
+void noteAliases(TraceContext &ctx, const c10::FunctionSchema &schema, const SegmentNode &node) {
+  bool fromInput = false;
+  for (size_t k = 0; k < node.args.size() && k < schema.arguments().size(); ++k) {
+    const c10::AliasInfo *a = schema.arguments()[k].alias_info();
+    if (!a)
+      continue;
+    for (int id : node.args[k].tensors)
+      if (id >= 0 && ctx.aliasesInput(id)) {
+        fromInput = true;
+        if (a->isWrite())
+          ctx.noteInputWrite();
+      }
+  }
+  if (!fromInput)
+    return;
+  bool aliasedReturn = false;
+  for (const c10::Argument &r : schema.returns())
+    aliasedReturn = aliasedReturn || r.alias_info();
+  if (aliasedReturn)
+    for (int id : node.outputs)
+      if (id >= 0)
+        ctx.noteInputAlias(id);
+}
+
+/// `equal(a, b)` where a and b are the same traced value (eager's fast path:
+/// same storage, offset, strides and dtype): true for integer types, and
+/// for floating types true unless a holds a NaN, recorded as a guard.
+/// Replaces the arguments on `stack` with the answer; false when the call
+/// is not of that form (it breaks as usual).
+bool predictEqual(TraceContext &ctx, torch::jit::Stack *stack, size_t base) {
+  if (!ctx.canSpeculate() || stack->size() != base + 2 || !(*stack)[base].isTensor() ||
+      !(*stack)[base + 1].isTensor())
+    return false;
+  const at::Tensor &a = (*stack)[base].toTensor(), &b = (*stack)[base + 1].toTensor();
+  TracerTensorImpl *ta = asTracer(a), *tb = asTracer(b);
+  if (!ta || !tb || ta->ctx != &ctx || tb->ctx != &ctx || ta->segment != ctx.segmentIndex() ||
+      tb->segment != ctx.segmentIndex() || ta->id != tb->id || a.sizes() != b.sizes() ||
+      a.strides() != b.strides() || a.storage_offset() != b.storage_offset() ||
+      a.scalar_type() != b.scalar_type())
+    return false;
+  if (at::isFloatingType(a.scalar_type()) || at::isComplexType(a.scalar_type())) {
+    at::Tensor nan = at::isnan(a).any(); // traced: the guard's ops join the graph
+    ctx.addGuard(ctx.valueOf(nan));
+  }
+  stack->resize(base);
+  stack->emplace_back(true);
+  return true;
+}
+
 /// Records the op on `stack` (arguments from `base`) into the current
 /// segment and leaves tracer results on the stack. Throws GraphBreak, before
 /// changing any tracer, when the op cannot be traced.
@@ -529,6 +590,8 @@ void traceOp(TraceContext &ctx, const c10::OperatorHandle &op,
              const std::vector<c10::IValue> &originals) {
   const c10::FunctionSchema &schema = op.schema();
   const std::string name = qualifiedName(schema);
+  if (schema.name() == "aten::equal" && predictEqual(ctx, stack, base))
+    return;
   if (needsHostValue(schema.name()))
     throw GraphBreak(name, "needs a tensor's value on the host (item(), bool "
                            "conversion or a comparison read on the CPU)");
@@ -600,6 +663,7 @@ void traceOp(TraceContext &ctx, const c10::OperatorHandle &op,
       r = outs;
     }
   }
+  noteAliases(ctx, schema, node);
   ctx.addNode(std::move(node));
 }
 

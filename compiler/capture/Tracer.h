@@ -20,6 +20,7 @@
 #include <stdexcept>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 namespace tgc {
@@ -32,6 +33,15 @@ public:
       : std::runtime_error(op + ": " + reason), op(std::move(op)),
         reason(std::move(reason)) {}
   std::string op, reason;
+};
+
+/// Thrown when a prediction made during capture (see
+/// TraceContext::allowSpeculation) cannot be kept because a graph break or
+/// a write follows it. Nothing real has run since the capture began: the
+/// caller captures again without speculating.
+class SpeculationAborted : public std::runtime_error {
+public:
+  using std::runtime_error::runtime_error;
 };
 
 class TracerTensorImpl;
@@ -74,6 +84,24 @@ public:
   std::vector<at::Tensor> finish(const std::vector<at::Tensor> &outputs);
 
   bool hadBreaks() const { return !breaks_.empty(); }
+
+  /// Lets capture predict a host read instead of breaking, guarded:
+  /// `equal(x, x)` on one traced value is true unless x holds a NaN, so it
+  /// answers true and records the guard `isnan(x).any()`. finish() appends
+  /// the guards to the segment's outputs; whoever runs the graph must check
+  /// them (all false) and otherwise discard the outputs and run eagerly.
+  /// Only for graphs without breaks and without writes: a break or a
+  /// mutating op after a prediction throws SpeculationAborted.
+  void allowSpeculation(bool on) { speculate_ = on; }
+  bool canSpeculate() const { return speculate_ && breaks_.empty(); }
+  void addGuard(int id) { guards_.push_back(id); }
+  /// Alias tracking for that rule: values that are (views of) inputs, and
+  /// whether an op wrote one (a write the caller could see).
+  void noteInputAlias(int id) { inputAliases_.insert(id); }
+  bool aliasesInput(int id) const { return inputAliases_.count(id) != 0; }
+  void noteInputWrite() { wroteInput_ = true; }
+  /// Value ids of the guards, in order (the segment's last outputs).
+  const std::vector<int> &guards() const { return guards_; }
   const std::vector<BreakInfo> &breaks() const { return breaks_; }
   /// Every segment, finished ones first; the last is the current one.
   std::vector<Segment> segments() const;
@@ -120,6 +148,10 @@ private:
   std::vector<BreakInfo> breaks_;
   SegmentRunner runner_;
   std::string tracerDevice_;
+  bool speculate_ = false;
+  std::vector<int> guards_;
+  std::unordered_set<int> inputAliases_;
+  bool wroteInput_ = false;
   bool finishedAll_ = false;
 };
 

@@ -322,6 +322,122 @@ TEST(GraphBreaks, ExplainListsGraphsAndBreaks) {
       << e.str();
 }
 
+// --- predicted host reads ---------------------------------------------------------
+
+TEST(PredictedReads, EqualOfATensorWithItselfIsOneGraphGuardedByNaN) {
+  int ran = 0;
+  auto fn = [&ran](torch::Tensor x) {
+    ++ran;
+    // torch::nn's attention asks this (query == key) on every call.
+    return torch::equal(x, x) ? (x * 2).relu() : x - 1;
+  };
+  tgc::reset();
+  auto f = tgc::compile(fn);
+  torch::Tensor x = torch::randn({6, 5});
+  expectClose(f(x), (x * 2).relu());
+  expectClose(f(x), (x * 2).relu());
+  EXPECT_EQ(tgc::stats().graph_breaks, 0);
+  EXPECT_EQ(tgc::stats().captures, 1);
+  EXPECT_EQ(ran, 1) << "replayed without running user code";
+  // A NaN: eager's equal(x, x) is false. The guard fails and the call runs
+  // eagerly, taking the other branch.
+  torch::Tensor withNaN = x.clone();
+  withNaN.index_put_({2, 3}, NAN);
+  torch::Tensor got = f(withNaN), want = withNaN - 1;
+  EXPECT_TRUE(torch::allclose(got, want, 1e-6, 1e-6, /*equal_nan=*/true));
+  EXPECT_EQ(tgc::stats().eager_fallbacks, 1);
+  // Later calls without NaN replay the graph again.
+  ran = 0;
+  expectClose(f(x), (x * 2).relu());
+  EXPECT_EQ(ran, 0);
+  EXPECT_EQ(tgc::stats().captures, 1);
+}
+
+TEST(PredictedReads, IntegerEqualNeedsNoGuardAndOtherComparisonsStillBreak) {
+  tgc::reset();
+  auto ints = tgc::compile([](torch::Tensor i) { return torch::equal(i, i) ? i * 3 : i; });
+  torch::Tensor i = torch::randint(-5, 5, {4, 4});
+  EXPECT_TRUE(torch::equal(ints(i), i * 3));
+  EXPECT_EQ(tgc::stats().graph_breaks, 0);
+  // Two different values (or two layouts of one) are compared on the host.
+  auto two = [](torch::Tensor x, torch::Tensor y) { return torch::equal(x, y) ? x + y : x - y; };
+  auto g = tgc::compile(two);
+  torch::Tensor x = torch::randn({3, 3}), y = torch::randn({3, 3});
+  expectClose(g(x, y), x - y);
+  expectClose(g(x, x.clone()), x + x);
+  EXPECT_GE(tgc::stats().graph_breaks, 1);
+  auto layouts = tgc::compile([](torch::Tensor x) { return torch::equal(x, x.t()) ? x * 5 : x; });
+  torch::Tensor sym = x + x.t();
+  expectClose(layouts(sym), sym * 5);
+}
+
+TEST(PredictedReads, ABreakOrAWriteAfterAPredictionCapturesAgainWithout) {
+  tgc::reset();
+  // A host read after the prediction: capture restarts without predicting.
+  auto breaks = [](torch::Tensor x) {
+    torch::Tensor y = torch::equal(x, x) ? x * 2 : x;
+    return y.sum().item<float>() > 0 ? y.exp() : y.neg();
+  };
+  auto f = tgc::compile(breaks);
+  for (int k = 0; k < 3; ++k) {
+    torch::Tensor x = torch::randn({8}) + (k - 1);
+    expectClose(f(x), breaks(x));
+  }
+  EXPECT_GE(tgc::stats().graph_breaks, 1);
+  // A write after the prediction: a guard failure could not be undone, so
+  // the graph breaks at the comparison instead.
+  auto writes = [](torch::Tensor x, torch::Tensor acc) {
+    torch::Tensor y = torch::equal(x, x) ? x * 2 : x;
+    acc.add_(y);
+    return y;
+  };
+  auto w = tgc::compile(writes);
+  torch::Tensor x = torch::randn({5}), acc = torch::zeros({5}), accEager = torch::zeros({5});
+  w(x, acc);
+  w(x, acc);
+  writes(x, accEager);
+  writes(x, accEager);
+  expectClose(acc, accEager);
+  torch::Tensor withNaN = x.clone();
+  withNaN.index_put_({1}, NAN);
+  w(withNaN, acc);
+  writes(withNaN, accEager);
+  EXPECT_TRUE(torch::allclose(acc, accEager, 1e-6, 1e-6, /*equal_nan=*/true));
+}
+
+TEST(PredictedReads, TransformerEncoderLayerIsOneGraphForInferenceAndTraining) {
+  torch::manual_seed(3);
+  auto layer = torch::nn::TransformerEncoderLayer(
+      torch::nn::TransformerEncoderLayerOptions(64, 4).dim_feedforward(128).dropout(0.0));
+  auto fn = [&](torch::Tensor x) { return layer->forward(x); };
+  EXPECT_EQ(tgc::explain(fn, torch::randn({8, 2, 64})).graph_count, 1);
+  tgc::reset();
+  auto f = tgc::compile(fn);
+  {
+    torch::NoGradGuard g;
+    for (int k = 0; k < 3; ++k) {
+      torch::Tensor x = torch::randn({8, 2, 64});
+      expectClose(f(x), fn(x), 1e-4);
+    }
+  }
+  EXPECT_EQ(tgc::stats().graph_breaks, 0);
+  EXPECT_EQ(tgc::stats().captures, 1);
+  // Training: one training graph, gradients as eager's.
+  torch::Tensor x = torch::randn({8, 2, 64});
+  f(x).square().mean().backward();
+  std::vector<torch::Tensor> mine;
+  for (auto &p : layer->parameters()) {
+    mine.push_back(p.grad().clone());
+    p.mutable_grad().reset();
+  }
+  fn(x).square().mean().backward();
+  auto params = layer->parameters();
+  for (size_t k = 0; k < params.size(); ++k)
+    expectClose(mine[k], params[k].grad(), 1e-4);
+  EXPECT_EQ(tgc::stats().training_graphs, 1);
+  EXPECT_EQ(tgc::stats().graph_breaks, 0);
+}
+
 // --- replay and guards -----------------------------------------------------------
 
 TEST(Replay, SingleSegmentReplaysWithoutRunningUserCode) {

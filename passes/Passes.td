@@ -64,6 +64,39 @@ def Decompose : Pass<"tg-decompose", "::mlir::func::FuncOp"> {
   }];
 }
 
+def SplitReductions : Pass<"tg-split-reductions", "::mlir::func::FuncOp"> {
+  let summary = "Split long reductions over few rows into two ordered stages (CUDA)";
+  let description = [{
+    A CUDA row kernel gives each row at most one block, so a reduction of
+    a few very long rows (a loss's `mean()`, a norm of a whole tensor)
+    would keep most of the GPU idle. A `tg.reduce` (`sum`, `prod`, `max`,
+    `min`) with fewer than `max-rows` rows of at least `min-row` elements
+    becomes two reductions: the row, seen through a `tg.remap` as `S`
+    chunks of `C = N / S` elements (`S` a divisor of N, about 256 chunks in
+    all, chunks of at least 2048 elements), is reduced per chunk (R x S
+    rows: many blocks), and the S partial results of each row are reduced
+    again in chunk order:
+
+    ```
+    %r = tg.reduce %x {kind = "sum", count = 1} : tensor<2x65536xf32> -> tensor<2x1xf32>
+      =>
+    %c = tg.remap %x {map = (d0, d1, d2) -> (d0, d1 * 512 + d2)} : ... -> tensor<2x128x512xf32>
+    %p = tg.reduce %c {kind = "sum", count = 1} : ... -> tensor<2x128x1xf32>
+    %q = tg.remap %p ... -> tensor<2x128xf32>
+    %r = tg.reduce %q {kind = "sum", count = 1} : ... -> tensor<2x1xf32>
+    ```
+
+    Both stages combine in a fixed order, so the result is the same on
+    every run (deterministic), and more accurate than one long sequential
+    sum. argmax/argmin (which would need the positions too) and rows with
+    no usable divisor keep one block per row.
+  }];
+  let options = [
+    Option<"minRow", "min-row", "int64_t", "16384", "split rows of at least this many elements">,
+    Option<"maxRows", "max-rows", "int64_t", "128", "only when there are fewer rows than this">,
+  ];
+}
+
 def SplitEpilogues : Pass<"tg-split-epilogues", "::mlir::func::FuncOp"> {
   let summary = "Take the bias add out of extern matmuls and convolutions that feed pointwise ops";
   let description = [{

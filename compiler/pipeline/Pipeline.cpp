@@ -283,6 +283,9 @@ PipelineResult runPipeline(const Segment &segment) {
   fpm.addPass(createCanonicalizerPass());
   fpm.addPass(createCSEPass());
   fpm.addPass(createSplitEpilogues());
+  // One block per row on CUDA: long rows over few rows are cut into chunks.
+  if (segment.device.rfind("cuda", 0) == 0)
+    fpm.addPass(createSplitReductions());
   fpm.addPass(createPushRemaps());
   fpm.addPass(createFuseRows());
   fpm.addPass(createFusePointwise());

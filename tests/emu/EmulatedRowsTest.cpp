@@ -131,5 +131,47 @@ TEST(EmulatedRowsNaN, MaxPropagatesAndArgmaxTakesTheFirstNaN) {
   EXPECT_TRUE(torch::equal(r.outputs[2], x.argmin(-1))) << r.outputs[2];
 }
 
+// Long rows over few rows (a full reduction, a loss's mean) are reduced in
+// two stages on CUDA (tg-split-reductions): per chunk over many blocks, then
+// the chunks of each row in order. The result does not depend on the grid
+// (bitwise), and matches eager.
+TEST(EmulatedSplitRows, LongRowsSplitAcrossBlocksDeterministically) {
+  torch::NoGradGuard noGrad;
+  struct Case {
+    std::string name;
+    Program fn;
+    torch::Tensor x;
+    double tol;
+  };
+  torch::manual_seed(21);
+  std::vector<Case> cases = {
+      {"sum_rows", [](const auto &in) { return std::vector<at::Tensor>{in[0].sum(-1)}; },
+       torch::randn({2, 65536}), 1e-5},
+      {"amax_rows", [](const auto &in) { return std::vector<at::Tensor>{in[0].amax(-1)}; },
+       torch::randn({2, 65536}), 0},
+      {"mean_all", [](const auto &in) { return std::vector<at::Tensor>{in[0].mean()}; },
+       torch::randn({64, 32, 32}) + 0.25, 1e-5},
+      {"softmax_long_row", [](const auto &in) { return std::vector<at::Tensor>{torch::softmax(in[0], -1)}; },
+       torch::randn({1, 32768}) * 3, 1e-5},
+      {"sum_bf16", [](const auto &in) { return std::vector<at::Tensor>{in[0].sum(-1)}; },
+       torch::randn({3, 32768}).to(torch::kBFloat16), 1e-2},
+  };
+  for (const Case &c : cases) {
+    SCOPED_TRACE(c.name);
+    torch::Tensor want = c.fn({c.x.to(torch::kDouble)})[0].to(c.x.scalar_type());
+    EmulatedRun full = runEmulated(c.fn, {c.x});
+    EmulatedRun capped = runEmulated(c.fn, {c.x}, /*maxGrid=*/3);
+    expectMatches(full.outputs[0], want, c.tol);
+    EXPECT_TRUE(torch::equal(full.outputs[0], capped.outputs[0]))
+        << "the result depends on the grid";
+    ASSERT_EQ(full.plans.size(), 1u);
+    const Plan &plan = full.plans[0];
+    ASSERT_GE(plan.kernels.size(), 2u) << "not split";
+    EXPECT_GE(plan.kernels[0].grid, 16) << "the chunks of a row run in many blocks";
+    for (const char *arch : {"sm_80", "sm_90"})
+      EXPECT_EQ(compileAllWithNvrtc(full.plans, arch), "") << arch;
+  }
+}
+
 } // namespace
 } // namespace tgc::emu

@@ -170,6 +170,7 @@ TEST(EmulatedSplitRows, LongRowsSplitAcrossBlocksDeterministically) {
     EXPECT_GE(plan.kernels[0].grid, 16) << "the chunks of a row run in many blocks";
     for (const char *arch : {"sm_80", "sm_90"})
       EXPECT_EQ(compileAllWithNvrtc(full.plans, arch), "") << arch;
+    recordGpuCase("EmulatedSplitRows." + c.name, full, {want}, std::max(c.tol, 1e-6));
   }
 }
 

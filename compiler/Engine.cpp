@@ -13,6 +13,7 @@
 #include <ATen/core/grad_mode.h>
 #include <c10/util/Exception.h>
 
+#include <atomic>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -71,9 +72,15 @@ struct Entry {
   size_t guards = 0;
   /// Whether capture predicts host reads; false once a prediction had to be
   /// dropped, so lazy calls do not capture twice each time.
-  bool predict = true;
+  std::atomic<bool> predict{true};
   std::string reason; ///< why it runs eagerly (graph and lazy unset)
 };
+
+/// After SpeculationAborted: this callable captures without predictions.
+void dropPredictions(Entry &entry, const std::string &why) {
+  log("graph_breaks", "capturing again without predictions: " + why);
+  entry.predict = false;
+}
 
 /// Removes the `guards` last outputs; false when a guard failed (then the
 /// outputs are not the program's and the call must run eagerly).
@@ -359,7 +366,7 @@ detail::Engine::Impl::capture(const std::vector<at::Tensor> &inputs,
   // First with host reads predicted where capture can (one graph instead of
   // a break); if a break or a write follows a prediction, nothing real has
   // run yet, so capture again without.
-  for (bool speculate : {entry.predict, false}) {
+  for (bool speculate : {entry.predict.load(), false}) {
     ctx = std::make_unique<TraceContext>(deviceOf(inputs), runner);
     ctx->allowSpeculation(speculate);
     try {
@@ -367,10 +374,11 @@ detail::Engine::Impl::capture(const std::vector<at::Tensor> &inputs,
       std::vector<at::Tensor> outputs = body(ctx->makeInputs(inputs));
       reals = ctx->finish(outputs);
       break;
-    } catch (const SpeculationAborted &a) {
-      log("graph_breaks", std::string("capturing again without predictions: ") + a.what());
-      entry.predict = false;
     } catch (const c10::Error &e) {
+      if (ctx->aborted()) { // rewrapped on its way out (TorchScript's interpreter)
+        dropPredictions(entry, e.what_without_backtrace());
+        continue;
+      }
       // Capture ran nothing yet (no break): running eagerly loses nothing.
       if (ctx->hadBreaks() || options.fullgraph)
         throw;
@@ -378,6 +386,10 @@ detail::Engine::Impl::capture(const std::vector<at::Tensor> &inputs,
       log("fallbacks", "running eagerly: " + entry.reason);
       counters().eagerFallbacks++;
       return body(inputs);
+    } catch (const std::exception &e) {
+      if (!ctx->aborted())
+        throw;
+      dropPredictions(entry, e.what());
     }
   }
   if (ctx->hadBreaks()) {
@@ -494,8 +506,10 @@ detail::Engine::call(const std::vector<at::Tensor> &inputs,
   }
   if (entry->lazy) {
     Entry scratch;
-    scratch.predict = entry->predict;
-    return impl_->capture(inputs, body, scratch);
+    scratch.predict = entry->predict.load();
+    std::vector<at::Tensor> out = impl_->capture(inputs, body, scratch);
+    entry->predict = scratch.predict.load();
+    return out;
   }
   counters().eagerFallbacks++;
   return body(inputs);
@@ -549,7 +563,9 @@ Explanation detail::explainCall(
     try {
       TraceGuard guard(*ctx);
       ctx->finish(body(ctx->makeInputs(inputs)));
-    } catch (const SpeculationAborted &) {
+    } catch (const std::exception &) {
+      if (!ctx->aborted())
+        throw;
       continue;
     }
     captured = std::move(ctx);

@@ -88,7 +88,8 @@ def SplitReductions : Pass<"tg-split-reductions", "::mlir::func::FuncOp"> {
 
     Both stages combine in a fixed order, so the result is the same on
     every run (deterministic), and more accurate than one long sequential
-    sum. argmax/argmin (which would need the positions too) and rows with
+    sum. For f16/bf16 inputs the chunks are read through a `tg.cast` to
+    f32 and the result is cast back: partials are not rounded. argmax/argmin (which would need the positions too) and rows with
     no usable divisor keep one block per row.
   }];
   let options = [

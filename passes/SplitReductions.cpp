@@ -18,6 +18,8 @@ constexpr int64_t kChunkRows = 256; ///< chunk rows to aim for (a GPU's worth of
 /// of n near kChunkRows / rows with chunks of at least kMinChunk; 0 if none.
 int64_t chunksFor(int64_t rows, int64_t n) {
   int64_t most = n / kMinChunk;
+  if (most < 2)
+    return 0;
   int64_t want = std::min(most, std::max<int64_t>(2, (kChunkRows + rows - 1) / rows));
   for (int64_t s = want; s <= std::min(most, 2 * want); ++s)
     if (n % s == 0)
@@ -59,7 +61,14 @@ struct SplitReductionsPass : public tgc::impl::SplitReductionsBase<SplitReductio
     MLIRContext *ctx = r.getContext();
     OpBuilder b(r);
     Location loc = r.getLoc();
+    // Half types: the partial results stay float (a row kernel accumulates
+    // in float and rounds once; rounding each chunk's result would not).
     Type elem = in.getElementType();
+    Value input = r.getInput();
+    if (elem.isF16() || elem.isBF16()) {
+      elem = b.getF32Type();
+      input = b.create<tg::CastOp>(loc, RankedTensorType::get(shape, elem), input);
+    }
     auto remap = [&](Value x, ArrayRef<int64_t> to, ArrayRef<AffineExpr> exprs) {
       auto t = RankedTensorType::get(to, elem);
       AffineMap map = AffineMap::get(to.size(), 0, exprs, ctx);
@@ -86,7 +95,7 @@ struct SplitReductionsPass : public tgc::impl::SplitReductionsBase<SplitReductio
       AffineExpr e = stride == 1 ? flat : flat.floorDiv(stride);
       exprs.push_back(d == outer ? e : e % shape[d]);
     }
-    Value x = remap(r.getInput(), chunked, exprs);
+    Value x = remap(input, chunked, exprs);
     SmallVector<int64_t> partialShape = outerShape;
     partialShape.append({chunks, 1});
     Value partial = reduce(x, partialShape);
@@ -107,8 +116,11 @@ struct SplitReductionsPass : public tgc::impl::SplitReductionsBase<SplitReductio
     for (int64_t d = 0; d < outer; ++d)
       exprs.push_back(getAffineDimExpr(d, ctx));
     exprs.push_back(getAffineConstantExpr(0, ctx));
-    Value result = resultType == reduced.getType() ? reduced
-                                                   : remap(reduced, resultType.getShape(), exprs);
+    Value result = RankedTensorType::get(resultType.getShape(), elem) == reduced.getType()
+                       ? reduced
+                       : remap(reduced, resultType.getShape(), exprs);
+    if (result.getType() != resultType)
+      result = b.create<tg::CastOp>(loc, resultType, result);
     r.getResult().replaceAllUsesWith(result);
     r.erase();
   }

@@ -259,9 +259,15 @@ void TraceContext::flush(const std::vector<int> &outputs,
   userInputs_ = 0;
 }
 
+void TraceContext::abortIfPredicted(const std::string &why) {
+  if (guards_.empty() && !aborted_)
+    return;
+  aborted_ = true;
+  throw SpeculationAborted(why + " after a predicted host read");
+}
+
 void TraceContext::breakAt(const GraphBreak &why) {
-  if (!guards_.empty())
-    throw SpeculationAborted("graph break at " + why.op + " after a predicted host read");
+  abortIfPredicted("graph break at " + why.op);
   breaks_.push_back({why.op, why.reason, segmentIndex()});
   std::vector<int> live;
   for (auto &w : tracers_)
@@ -273,6 +279,8 @@ void TraceContext::breakAt(const GraphBreak &why) {
 }
 
 std::vector<at::Tensor> TraceContext::finish(const std::vector<at::Tensor> &outputs) {
+  if (aborted_) // the program caught the abort and went on
+    throw SpeculationAborted("capture was abandoned");
   std::vector<int> ids;
   for (const at::Tensor &t : outputs) {
     if (!t.defined())
@@ -280,8 +288,8 @@ std::vector<at::Tensor> TraceContext::finish(const std::vector<at::Tensor> &outp
     ids.push_back(valueOf(t));
   }
   if (!hadBreaks()) {
-    if (!guards_.empty() && wroteInput_)
-      throw SpeculationAborted("the graph writes an input after a predicted host read");
+    if (wroteInput_)
+      abortIfPredicted("the graph writes an input");
     segment_.outputs = ids;
     segment_.outputs.insert(segment_.outputs.end(), guards_.begin(), guards_.end());
     return {};
@@ -424,7 +432,9 @@ ArgValue recordArg(TraceContext &ctx, c10::IValue &v, const c10::Argument &arg,
   } else if (v.isDevice()) {
     a.kind = ArgValue::Device;
     a.s = v.toDevice().str();
-    if (c10::Device(a.s) != c10::Device(ctx.tracerDevice()))
+    // The tracers' device, or the segment's (a replayed CUDA node names it).
+    if (c10::Device(a.s) != c10::Device(ctx.tracerDevice()) &&
+        c10::Device(a.s) != c10::Device(ctx.device()))
       throw GraphBreak(op, "moves data to " + a.s);
     a.s = ctx.device();
     v = c10::Device(at::kMeta);
@@ -534,9 +544,22 @@ TraceContext *contextOf(const torch::jit::Stack &stack, size_t n) {
 /// `schema`) writes one: a prediction's guard can only be checked after the
 /// graph ran, so the graph must have left its inputs as they were.
 void noteAliases(TraceContext &ctx, const c10::FunctionSchema &schema, const SegmentNode &node) {
+  // Ops that write or alias without saying so in their schema: batch norm
+  // in training updates its running statistics; the unsafe views alias.
+  const std::string &name = schema.name();
+  bool hiddenWrite = name.find("batch_norm") != std::string::npos &&
+                     name.find("backward") == std::string::npos;
+  bool unsafeView = name.find("unsafe") != std::string::npos;
   bool fromInput = false;
   for (size_t k = 0; k < node.args.size() && k < schema.arguments().size(); ++k) {
     const c10::AliasInfo *a = schema.arguments()[k].alias_info();
+    if (!a && (hiddenWrite || unsafeView))
+      for (int id : node.args[k].tensors)
+        if (id >= 0 && ctx.aliasesInput(id)) {
+          fromInput = true;
+          if (hiddenWrite)
+            ctx.noteInputWrite();
+        }
     if (!a)
       continue;
     for (int id : node.args[k].tensors)
@@ -548,7 +571,7 @@ void noteAliases(TraceContext &ctx, const c10::FunctionSchema &schema, const Seg
   }
   if (!fromInput)
     return;
-  bool aliasedReturn = false;
+  bool aliasedReturn = unsafeView;
   for (const c10::Argument &r : schema.returns())
     aliasedReturn = aliasedReturn || r.alias_info();
   if (aliasedReturn)
@@ -574,8 +597,11 @@ bool predictEqual(TraceContext &ctx, torch::jit::Stack *stack, size_t base) {
       a.scalar_type() != b.scalar_type())
     return false;
   if (at::isFloatingType(a.scalar_type()) || at::isComplexType(a.scalar_type())) {
+    // A placeholder first: should the guard's own ops break, the capture
+    // aborts before anything runs.
+    ctx.addGuard(-1);
     at::Tensor nan = at::isnan(a).any(); // traced: the guard's ops join the graph
-    ctx.addGuard(ctx.valueOf(nan));
+    ctx.setLastGuard(ctx.valueOf(nan));
   }
   stack->resize(base);
   stack->emplace_back(true);
@@ -671,6 +697,7 @@ void traceOp(TraceContext &ctx, const c10::OperatorHandle &op,
 /// on real tensors; capture resumes with the next op.
 void runAtBreak(TraceContext &ctx, const c10::OperatorHandle &op,
                 torch::jit::Stack *stack, size_t base, const GraphBreak &why) {
+  ctx.abortIfPredicted("graph break at " + why.op); // before anything is counted or run
   counters().graphBreaks++;
   log("graph_breaks", "segment " + std::to_string(ctx.segmentIndex()) +
                           " ends at " + why.op + ": " + why.reason);

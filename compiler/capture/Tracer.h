@@ -95,6 +95,14 @@ public:
   void allowSpeculation(bool on) { speculate_ = on; }
   bool canSpeculate() const { return speculate_ && breaks_.empty(); }
   void addGuard(int id) { guards_.push_back(id); }
+  void setLastGuard(int id) { guards_.back() = id; }
+  /// Throws SpeculationAborted (and remembers it) when a prediction was
+  /// made: called before a graph break runs anything.
+  void abortIfPredicted(const std::string &why);
+  /// Whether this capture threw SpeculationAborted: its caller must capture
+  /// again even if user code (or TorchScript's interpreter) caught or
+  /// rewrapped the exception.
+  bool aborted() const { return aborted_; }
   /// Alias tracking for that rule: values that are (views of) inputs, and
   /// whether an op wrote one (a write the caller could see).
   void noteInputAlias(int id) { inputAliases_.insert(id); }
@@ -149,6 +157,7 @@ private:
   SegmentRunner runner_;
   std::string tracerDevice_;
   bool speculate_ = false;
+  bool aborted_ = false;
   std::vector<int> guards_;
   std::unordered_set<int> inputAliases_;
   bool wroteInput_ = false;

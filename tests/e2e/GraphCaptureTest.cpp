@@ -405,6 +405,70 @@ TEST(PredictedReads, ABreakOrAWriteAfterAPredictionCapturesAgainWithout) {
   EXPECT_TRUE(torch::allclose(acc, accEager, 1e-6, 1e-6, /*equal_nan=*/true));
 }
 
+TEST(PredictedReads, AnAbortCaughtByTheProgramOrTorchScriptStillCapturesAgain) {
+  // The program swallows every exception around a host read after a
+  // prediction: capture still starts over, and the answer is eager's.
+  auto swallowing = [](torch::Tensor x) {
+    bool same = torch::equal(x, x);
+    float v;
+    try {
+      v = x.sum().item<float>();
+    } catch (const std::exception &) {
+      v = -1000;
+    }
+    return same && v > 0 ? x * 2 : x * 3;
+  };
+  tgc::reset();
+  auto f = tgc::compile(swallowing);
+  for (int k = 0; k < 3; ++k) {
+    torch::Tensor x = torch::randn({6}) + (k - 1);
+    expectClose(f(x), swallowing(x));
+  }
+  // TorchScript's interpreter rewraps exceptions from the ops it calls.
+  torch::NoGradGuard noGrad;
+  torch::jit::Module m("EqualThenItem");
+  m.define(R"(
+    def forward(self, x):
+        y = x * 2
+        if torch.equal(y, y):
+            y = y + 1
+        if bool(y.sum() > 0):
+            return y.relu()
+        return y.tanh()
+  )");
+  auto sm = tgc::compile(m);
+  for (int k = 0; k < 3; ++k) {
+    torch::Tensor x = torch::randn({3, 4}) + (k - 1);
+    expectClose(sm->forward({x}).toTensor(), m.forward({x}).toTensor());
+  }
+}
+
+TEST(PredictedReads, BatchNormTrainingAfterAPredictionUpdatesStatisticsOnce) {
+  // Batch norm's running statistics are written without a schema mark:
+  // the prediction is dropped, so a NaN input cannot update them twice.
+  torch::Tensor rm = torch::zeros({4}), rv = torch::ones({4});
+  torch::Tensor rmEager = rm.clone(), rvEager = rv.clone();
+  auto make = [](torch::Tensor &mean, torch::Tensor &var) {
+    return [&mean, &var](torch::Tensor x) {
+      torch::Tensor y = torch::batch_norm(x, {}, {}, mean, var, true, 0.1, 1e-5, false);
+      return torch::equal(x, x) ? y * 2 : y;
+    };
+  };
+  torch::NoGradGuard noGrad;
+  tgc::reset();
+  auto f = tgc::compile(make(rm, rv));
+  auto eager = make(rmEager, rvEager);
+  for (int k = 0; k < 3; ++k) {
+    torch::Tensor x = torch::randn({8, 4}) + 1;
+    if (k == 2)
+      x.index_put_({3, 1}, NAN); // channel 1 only
+    torch::Tensor got = f(x), want = eager(x);
+    EXPECT_TRUE(torch::allclose(got, want, 1e-5, 1e-5, /*equal_nan=*/true)) << "call " << k;
+  }
+  EXPECT_TRUE(torch::allclose(rm, rmEager, 1e-6, 1e-6, /*equal_nan=*/true)) << rm << rmEager;
+  EXPECT_TRUE(torch::allclose(rv, rvEager, 1e-6, 1e-6, /*equal_nan=*/true)) << rv << rvEager;
+}
+
 TEST(PredictedReads, TransformerEncoderLayerIsOneGraphForInferenceAndTraining) {
   torch::manual_seed(3);
   auto layer = torch::nn::TransformerEncoderLayer(

@@ -143,6 +143,25 @@ GpuTrainingCase readGpuTrainingCase(const std::string &path) {
     c.requiresGrad[i] = r.u8() != 0;
   if (!r.done())
     throw std::runtime_error(path + ": trailing data");
+  // The wiring must fit the plans: a bad file fails here, not in a backward.
+  const TrainingLayout &l = c.layout;
+  bool fits = l.numPrimals == c.forward.plan.inputs.size() &&
+              l.numPrimals == c.requiresGrad.size() && l.numPrimals == c.eager.inputs.size() &&
+              l.numOutputs <= c.forward.plan.outputs.size() &&
+              l.backwardInputs.size() == c.backward.plan.inputs.size() &&
+              l.gradOf.size() == c.backward.plan.outputs.size();
+  for (const TrainingLayout::Source &s : l.backwardInputs) {
+    size_t bound = s.kind == TrainingLayout::Source::Primal          ? l.numPrimals
+                   : s.kind == TrainingLayout::Source::ForwardOutput ? c.forward.plan.outputs.size()
+                                                                     : l.tangentOf.size();
+    fits = fits && s.index >= 0 && size_t(s.index) < bound;
+  }
+  for (int k : l.tangentOf)
+    fits = fits && k >= 0 && size_t(k) < l.numOutputs;
+  for (int k : l.gradOf)
+    fits = fits && k >= 0 && size_t(k) < l.numPrimals;
+  if (!fits)
+    throw std::runtime_error(path + ": the training layout does not fit its plans");
   return c;
 }
 

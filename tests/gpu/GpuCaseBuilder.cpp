@@ -78,6 +78,10 @@ GpuTrainingCase trainingCaseFromProgram(const std::string &name, const Program &
     c.requiresGrad.push_back(t.requires_grad());
   Segment cuda = seg;
   cuda.device = "cuda";
+  for (SegmentNode &n : cuda.nodes) // as captured on a GPU, factories name the device
+    for (ArgValue &a : n.args)
+      if (a.kind == ArgValue::Device && a.s == "cpu")
+        a.s = cuda.device;
   JointGraph joint;
   std::string error;
   if (!buildJointGraph(cuda, c.requiresGrad, joint, error))

@@ -46,3 +46,17 @@ func.func @kept(%a: tensor<4x4096xf32>, %b: tensor<256x65536xf32>, %c: tensor<2x
   %3 = tg.reduce %d {count = 1 : i64, kind = "sum"} : tensor<1x65537xf32> -> tensor<1x1xf32>
   return %0, %1, %2, %3 : tensor<4x1xf32>, tensor<256x1xf32>, tensor<2x1xi64>, tensor<1x1xf32>
 }
+
+// -----
+
+// Tests that bfloat16 chunks are summed in f32 (partials not rounded) and
+// the result rounded once.
+// CHECK-LABEL: func.func @bf16_sum
+// CHECK: tg.cast %arg0 : tensor<1x32768xbf16> -> tensor<1x32768xf32>
+// CHECK: tg.reduce %{{.*}} : tensor<1x16x2048xf32> -> tensor<1x16x1xf32>
+// CHECK: %[[S:.*]] = tg.reduce %{{.*}} : tensor<1x16xf32> -> tensor<1x1xf32>
+// CHECK: tg.cast %[[S]] : tensor<1x1xf32> -> tensor<1x1xbf16>
+func.func @bf16_sum(%arg0: tensor<1x32768xbf16>) -> tensor<1x1xbf16> {
+  %0 = tg.reduce %arg0 {count = 1 : i64, kind = "sum"} : tensor<1x32768xbf16> -> tensor<1x1xbf16>
+  return %0 : tensor<1x1xbf16>
+}

@@ -2,14 +2,14 @@
 // is captured, compiled for CUDA, its kernels run in the emulator (extern
 // steps through CPU ATen) and compared with eager; every kernel source also
 // compiles with NVRTC for sm_80 and sm_90. Cases come from the CPU
-// matrices' own lists (tests/e2e/*Cases.h): the pointwise matrix in every
-// dtype and layout the CPU one runs; reductions, indexing and layout ops in
-// fewer (see each test).
+// matrices' own lists (tests/e2e/*Cases.h), in every dtype and layout the
+// CPU matrices run; a subset of them is also written to the GPU corpus.
 #include "bench/models/Models.h"
 #include "tests/e2e/ExternCases.h"
 #include "tests/e2e/IndexingCases.h"
 #include "tests/e2e/LayoutCases.h"
 #include "tests/e2e/OpMatrixCases.h"
+#include "tests/e2e/RandomTensors.h"
 #include "tests/e2e/ReductionCases.h"
 #include "tests/emu/EmulatedGraph.h"
 
@@ -128,12 +128,11 @@ class EmulatedReductions : public ::testing::TestWithParam<int> {};
 TEST_P(EmulatedReductions, MatchEager) {
   const auto c = tgc::test::reductions::cases()[GetParam()];
   torch::NoGradGuard noGrad;
-  for (auto dt : {torch::kFloat, torch::kBFloat16, torch::kLong}) {
+  // The CPU matrix's dtypes, contiguous and permuted.
+  for (auto dt : {torch::kFloat, torch::kDouble, torch::kBFloat16, torch::kLong}) {
     if (c.floatOnly && dt == torch::kLong)
       continue;
     for (bool permuted : {false, true}) {
-      if (permuted && dt != torch::kFloat)
-        continue;
       SCOPED_TRACE(c.name + " / " + c10::toString(dt) + (permuted ? " / permuted" : ""));
       torch::manual_seed(GetParam());
       Tensor x = permuted ? torch::randn({8, 6, 5}).permute({1, 2, 0}) : torch::randn({6, 5, 8});
@@ -142,7 +141,8 @@ TEST_P(EmulatedReductions, MatchEager) {
       if (isHalf(dt))
         want = c.fn(x.to(torch::kFloat)).to(want.scalar_type());
       checkEmulated([&](const auto &in) { return std::vector<Tensor>{c.fn(in[0])}; }, {x}, want,
-                    isHalf(dt) ? 3e-2 : 1e-4);
+                    isHalf(dt) ? 3e-2 : 1e-4, 1u << 20,
+                    /*record=*/dt != torch::kDouble && (!permuted || dt == torch::kFloat));
     }
   }
 }
@@ -162,16 +162,30 @@ TEST_P(EmulatedIndexing, MatchesEagerExactly) {
     torch::ScalarType dt, index;
   };
   bool intIndex = c.name.rfind("gather", 0) != 0 && c.high > 1;
-  for (const Run &r : {Run{"contiguous", torch::kFloat, torch::kLong},
-                       Run{"transposed", torch::kFloat, torch::kLong},
-                       Run{"broadcast", torch::kBFloat16, intIndex ? torch::kInt : torch::kLong}}) {
-    SCOPED_TRACE(c.name + " / " + r.layout + " / " + c10::toString(r.dt));
-    torch::manual_seed(GetParam());
-    Tensor x = layoutOf(r.layout, c.data, r.dt);
-    Tensor i = torch::randint(c.low, c.high, c.index).to(r.index);
-    checkEmulated([&](const auto &in) { return std::vector<Tensor>{c.fn(in[0], in[1])}; }, {x, i},
-                  c.fn(x, i), 0, 2);
-  }
+  // The runs that also go to the GPU corpus.
+  const std::vector<Run> corpus = {Run{"contiguous", torch::kFloat, torch::kLong},
+                                   Run{"transposed", torch::kFloat, torch::kLong},
+                                   Run{"broadcast", torch::kBFloat16,
+                                       intIndex ? torch::kInt : torch::kLong}};
+  // The CPU matrix's grid: dtypes x layouts x index types.
+  for (auto dt : {torch::kFloat, torch::kBFloat16, torch::kHalf, torch::kLong, torch::kInt})
+    for (std::string layout : {"contiguous", "transposed", "broadcast"})
+      for (auto itype : {torch::kLong, torch::kInt}) {
+        if (itype == torch::kInt && !intIndex)
+          continue; // gather takes int64 only; cat/stack/pad take no index
+        SCOPED_TRACE(c.name + " / " + layout + " / " + c10::toString(dt) + " / index " +
+                     c10::toString(itype));
+        torch::manual_seed(GetParam());
+        Tensor x = layoutOf(layout, c.data, dt);
+        Tensor i = torch::randint(c.low, c.high, c.index).to(itype);
+        if (layout == "transposed" && c.index.size() == 2) // a strided index
+          i = torch::randint(c.low, c.high, {c.index[1], c.index[0]}).to(itype).t();
+        bool record = std::any_of(corpus.begin(), corpus.end(), [&](const Run &r) {
+          return r.layout == layout && r.dt == dt && r.index == itype;
+        });
+        checkEmulated([&](const auto &in) { return std::vector<Tensor>{c.fn(in[0], in[1])}; },
+                      {x, i}, c.fn(x, i), 0, 2, record);
+      }
 }
 
 INSTANTIATE_TEST_SUITE_P(Ops, EmulatedIndexing,
@@ -196,15 +210,17 @@ TEST(EmulatedIndexingErrors, OutOfRangeIndicesRaiseIndexError) {
 
 TEST(EmulatedLayouts, KernelsReadThroughTheMap) {
   torch::NoGradGuard noGrad;
-  for (const auto &c : tgc::test::layouts::cases()) {
-    for (bool permuted : {false, true}) {
-      if (permuted && (c.name == "view_merge" || c.name == "flatten"))
-        continue; // view() of a permuted tensor is an error in eager too
-      SCOPED_TRACE(c.name + (permuted ? " / permuted" : ""));
-      Tensor x = permuted ? torch::randn({10, 4, 6}).permute({1, 2, 0}) : torch::randn({4, 6, 10});
-      checkEmulated([&](const auto &in) { return std::vector<Tensor>{c.fn(in[0])}; }, {x}, c.fn(x), 0);
-    }
-  }
+  for (const auto &c : tgc::test::layouts::cases())
+    for (auto dt : {torch::kFloat, torch::kBFloat16, torch::kLong, torch::kInt})
+      for (bool permuted : {false, true}) {
+        if (permuted && (c.name == "view_merge" || c.name == "flatten"))
+          continue; // view() of a permuted tensor is an error in eager too
+        SCOPED_TRACE(c.name + " / " + c10::toString(dt) + (permuted ? " / permuted" : ""));
+        Tensor x = permuted ? tgc::test::rnd({10, 4, 6}, dt).permute({1, 2, 0})
+                            : tgc::test::rnd({4, 6, 10}, dt);
+        checkEmulated([&](const auto &in) { return std::vector<Tensor>{c.fn(in[0])}; }, {x}, c.fn(x),
+                      0, 1u << 20, /*record=*/dt == torch::kFloat);
+      }
 }
 
 TEST(EmulatedRowsOtherDims, SoftmaxOverAnyDimMatchesEagersValuesAndLayout) {

@@ -13,6 +13,8 @@
 #include <ATen/ops/zeros.h>
 #include <c10/util/Exception.h>
 
+#include <atomic>
+#include <cstdlib>
 #include <unordered_set>
 
 namespace tgc {
@@ -325,11 +327,32 @@ void CompiledGraph::runExtern(size_t index,
   }
 }
 
+namespace {
+
+/// Bytes of the spare arenas all graphs keep between runs.
+std::atomic<int64_t> spareArenaBytes{0};
+
+/// How many bytes of spare arenas may be kept: TGC_ARENA_CACHE_BYTES, else
+/// 1 GiB (read on each return, so a program may change it).
+int64_t spareArenaLimit() {
+  const char *v = std::getenv("TGC_ARENA_CACHE_BYTES");
+  return v && *v ? std::atoll(v) : int64_t(1) << 30;
+}
+
+} // namespace
+
+CompiledGraph::~CompiledGraph() {
+  if (spareArena_.defined())
+    spareArenaBytes -= int64_t(spareArena_.nbytes());
+}
+
 at::Tensor CompiledGraph::takeArena(const at::Device &device) const {
   if (device.is_cpu()) {
     std::lock_guard<std::mutex> lock(arenaMutex_);
-    if (spareArena_.defined())
+    if (spareArena_.defined()) {
+      spareArenaBytes -= int64_t(spareArena_.nbytes());
       return std::move(spareArena_);
+    }
   }
   return at::empty({memory_.arenaBytes}, at::TensorOptions().dtype(at::kByte).device(device));
 }
@@ -339,9 +362,16 @@ void CompiledGraph::giveBackArena(at::Tensor arena) const {
   // follow streams, which the caching allocator already does.
   if (!arena.defined() || !arena.is_cpu() || arena.use_count() != 1)
     return;
+  const int64_t bytes = int64_t(arena.nbytes());
   std::lock_guard<std::mutex> lock(arenaMutex_);
-  if (!spareArena_.defined())
-    spareArena_ = std::move(arena);
+  if (spareArena_.defined())
+    return;
+  // Within the bound over all graphs (many specializations, one arena each).
+  if (spareArenaBytes.fetch_add(bytes) + bytes > spareArenaLimit()) {
+    spareArenaBytes -= bytes;
+    return;
+  }
+  spareArena_ = std::move(arena);
 }
 
 std::vector<at::Tensor>

@@ -64,13 +64,19 @@ public:
   int64_t kernelsCompiled() const { return kernelsCompiled_; }
   /// Where the plan's intermediates live: one arena per run, reused slots.
   /// On the CPU the arena of a finished run is kept for the next one (its
-  /// pages stay mapped: no page faults per call); concurrent runs each
+  /// pages stay mapped: no page faults per call), up to 1 GiB of kept
+  /// arenas over all graphs (TGC_ARENA_CACHE_BYTES); concurrent runs each
   /// allocate their own.
   const MemoryPlan &memoryPlan() const { return memory_; }
 
 private:
   using CpuKernel = void (*)(void *const *);
   explicit CompiledGraph(Plan plan) : plan_(std::move(plan)) {}
+
+public:
+  ~CompiledGraph();
+
+private:
   /// Resolves extern ops and plans memory and buffer lifetimes.
   bool prepare(std::string &error);
   void checkIndexError(const KernelStep &k, const int64_t error[2]) const;

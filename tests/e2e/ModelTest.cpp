@@ -9,8 +9,12 @@
 #include "bench/models/Models.h"
 
 #include <ATen/core/dispatch/Dispatcher.h>
+#include <c10/core/CPUAllocator.h>
 #include <gtest/gtest.h>
 #include <torch/torch.h>
+
+#include <atomic>
+#include <cstdlib>
 
 namespace {
 
@@ -137,6 +141,56 @@ TEST(MemoryPlanning, GptBlockReusesIntermediates) {
               (long long)s.arena_bytes, (long long)s.unshared_bytes);
   EXPECT_GT(s.arena_bytes, 0);
   EXPECT_LT(s.arena_bytes, s.unshared_bytes) << "some intermediates share bytes";
+}
+
+/// Counts the bytes the default CPU allocator hands out.
+struct CountingCpuAllocator final : c10::Allocator {
+  explicit CountingCpuAllocator(c10::Allocator *base) : base(base) {}
+  c10::DataPtr allocate(size_t n) override {
+    bytes += int64_t(n);
+    return base->allocate(n);
+  }
+  c10::DeleterFnPtr raw_deleter() const override { return base->raw_deleter(); }
+  void copy_data(void *dst, const void *src, std::size_t n) const override {
+    base->copy_data(dst, src, n);
+  }
+  c10::Allocator *base;
+  std::atomic<int64_t> bytes{0};
+};
+
+TEST(MemoryPlanning, ArenasAreKeptBetweenCallsWithinABound) {
+  torch::manual_seed(7);
+  torch::NoGradGuard noGrad;
+  tgc::models::Gpt2Block block(64, 4);
+  torch::Tensor x = torch::randn({2, 16, 64});
+  tgc::reset();
+  auto f = tgc::compile(block);
+  torch::Tensor want = block->forward(x);
+  f->forward(x); // compile
+  c10::Allocator *previous = c10::GetCPUAllocator();
+  static CountingCpuAllocator *counting = new CountingCpuAllocator(previous);
+  c10::SetCPUAllocator(counting, /*priority=*/100);
+  struct Restore {
+    c10::Allocator *a;
+    ~Restore() {
+      c10::SetCPUAllocator(a, /*priority=*/101);
+      unsetenv("TGC_ARENA_CACHE_BYTES");
+    }
+  } restore{previous};
+  auto bytesOfCall = [&] {
+    int64_t before = counting->bytes;
+    EXPECT_TRUE(torch::allclose(f->forward(x), want, 1e-4, 1e-4));
+    return counting->bytes - before;
+  };
+  setenv("TGC_ARENA_CACHE_BYTES", "0", 1); // keep nothing: every call allocates its arena
+  bytesOfCall();
+  int64_t unkept = bytesOfCall();
+  unsetenv("TGC_ARENA_CACHE_BYTES"); // the default bound: the next call keeps its arena
+  bytesOfCall();
+  int64_t kept = bytesOfCall();
+  int64_t arena = tgc::stats().arena_bytes;
+  ASSERT_GT(arena, 0);
+  EXPECT_EQ(unkept - kept, arena) << "the second call reused the first one's arena";
 }
 
 } // namespace

@@ -25,48 +25,47 @@ struct Workload {
   tgc::gpu::Program fn;
 };
 
-std::vector<Workload> workloads(bool small) {
+/// The two model workloads, bfloat16: a GELU MLP (d -> 4d -> d) over
+/// `tokens` rows and a GPT-2 block over batch x time tokens; names carry
+/// `prefix`.
+std::vector<Workload> modelWorkloads(const std::string &prefix, int64_t md, int64_t tokens,
+                                     int64_t d, int64_t heads, int64_t batch, int64_t time) {
   const auto bf16 = torch::TensorOptions().dtype(torch::kBFloat16);
-  // Values do not matter for capture; the benchmark makes its own inputs.
-  const int64_t rows = small ? 64 : 16384, n = small ? 512 : 4096;
-  const int64_t md = small ? 128 : 2048, mtokens = small ? 64 : 8192;
-  const int64_t d = small ? 128 : 1024, heads = small ? 4 : 16, batch = small ? 1 : 4,
-                time = small ? 32 : 1024;
   auto mlp = tgc::models::geluMlp(md, 4 * md);
   mlp->to(torch::kBFloat16);
   tgc::models::Gpt2Block block(d, heads);
   block->to(torch::kBFloat16);
   return {
+      {prefix + "gelu_mlp", {torch::empty({tokens, md}, bf16)},
+       [mlp](const auto &in) mutable { return std::vector<Tensor>{mlp->forward(in[0])}; }},
+      {prefix + "transformer_layer", {torch::empty({batch, time, d}, bf16)},
+       [block](const auto &in) mutable { return std::vector<Tensor>{block->forward(in[0])}; }},
+  };
+}
+
+std::vector<Workload> workloads(bool small) {
+  const auto bf16 = torch::TensorOptions().dtype(torch::kBFloat16);
+  // Values do not matter for capture; the benchmark makes its own inputs.
+  const int64_t rows = small ? 64 : 16384, n = small ? 512 : 4096;
+  std::vector<Workload> all = {
       {"pointwise_chain", {torch::empty({rows, n}, bf16), torch::empty({n}, bf16)},
        [](const auto &in) { return std::vector<Tensor>{tgc::models::chain10(in[0], in[1])}; }},
       {"softmax", {torch::empty({rows, n}, bf16)},
        [](const auto &in) { return std::vector<Tensor>{torch::softmax(in[0], -1)}; }},
       {"layer_norm", {torch::empty({rows, n}, bf16), torch::empty({n}, bf16), torch::empty({n}, bf16)},
        [n](const auto &in) { return std::vector<Tensor>{torch::layer_norm(in[0], {n}, in[1], in[2])}; }},
-      {"gelu_mlp", {torch::empty({mtokens, md}, bf16)},
-       [mlp](const auto &in) mutable { return std::vector<Tensor>{mlp->forward(in[0])}; }},
-      {"transformer_layer", {torch::empty({batch, time, d}, bf16)},
-       [block](const auto &in) mutable { return std::vector<Tensor>{block->forward(in[0])}; }},
   };
+  for (Workload &w : small ? modelWorkloads("", 128, 64, 128, 4, 1, 32)
+                           : modelWorkloads("", 2048, 8192, 1024, 16, 4, 1024))
+    all.push_back(std::move(w));
+  return all;
 }
 
 /// Training workloads: the program's weights require grad (lifted as plan
 /// inputs), the input does not.
 std::vector<Workload> trainingWorkloads(bool small) {
-  const auto bf16 = torch::TensorOptions().dtype(torch::kBFloat16);
-  const int64_t md = small ? 128 : 1024, mtokens = small ? 64 : 8192;
-  const int64_t d = small ? 128 : 768, heads = small ? 4 : 12, batch = small ? 1 : 8,
-                time = small ? 32 : 512;
-  auto mlp = tgc::models::geluMlp(md, 4 * md);
-  mlp->to(torch::kBFloat16);
-  tgc::models::Gpt2Block block(d, heads);
-  block->to(torch::kBFloat16);
-  return {
-      {"train_gelu_mlp", {torch::empty({mtokens, md}, bf16)},
-       [mlp](const auto &in) mutable { return std::vector<Tensor>{mlp->forward(in[0])}; }},
-      {"train_transformer_layer", {torch::empty({batch, time, d}, bf16)},
-       [block](const auto &in) mutable { return std::vector<Tensor>{block->forward(in[0])}; }},
-  };
+  return small ? modelWorkloads("train_", 128, 64, 128, 4, 1, 32)
+               : modelWorkloads("train_", 1024, 8192, 768, 12, 8, 512);
 }
 
 } // namespace

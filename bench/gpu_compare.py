@@ -109,6 +109,21 @@ def time_us(fn, args, min_time):
     return statistics.median(samples) * 1e6
 
 
+def compiled_us(name, fn, args, min_time):
+    """Time per call of `fn` (already wrapped by torch.compile) after a first call that compiles it."""
+    t0 = time.perf_counter()
+    fn(*args)
+    print(f"  torch.compile {name}: compiled in {time.perf_counter() - t0:.0f} s", file=sys.stderr)
+    return time_us(fn, args, min_time)
+
+
+def compile_columns(compiled, us):
+    """torch.compile's time and tgc's speedup over it, or placeholders when it was skipped."""
+    if not compiled:
+        return f"{'skipped':>12}", f"{'-':>13}"
+    return f"{compiled:12.1f}", f"{compiled / us:12.2f}x"
+
+
 def tgc_times(binary, cases, min_time):
     res = subprocess.run([binary, cases, "--min-time", str(min_time)], capture_output=True, text=True)
     sys.stderr.write(res.stderr)
@@ -144,10 +159,7 @@ def main():
             compiled = None
             if time.time() - start < args.deadline:
                 c = torch.compile(fn, mode="max-autotune-no-cudagraphs")
-                t0 = time.perf_counter()
-                c(*inputs)
-                print(f"  torch.compile {name}: compiled in {time.perf_counter() - t0:.0f} s", file=sys.stderr)
-                compiled = time_us(c, inputs, args.min_time)
+                compiled = compiled_us(name, c, inputs, args.min_time)
             rows.append((name, eager, compiled))
     train_rows = []
     for name, model, x in training_workloads():
@@ -155,12 +167,7 @@ def main():
         eager = time_us(training_step(model, opt), (x,), args.min_time)
         compiled = None
         if time.time() - start < args.deadline:
-            cmodel = torch.compile(model)
-            step = training_step(cmodel, opt)
-            t0 = time.perf_counter()
-            step(x)
-            print(f"  torch.compile {name}: compiled in {time.perf_counter() - t0:.0f} s", file=sys.stderr)
-            compiled = time_us(step, (x,), args.min_time)
+            compiled = compiled_us(name, training_step(torch.compile(model), opt), (x,), args.min_time)
         train_rows.append((name, eager, compiled))
     print(f"device-to-device copy: {copy:.0f} GB/s (1 GiB, same run)" if copy else "copy: not measured")
     print(f"{'workload':<18}{'eager us':>10}{'tgc us':>10}{'compile us':>12}{'tgc/eager':>11}{'tgc/compile':>13}"
@@ -173,8 +180,7 @@ def main():
         eager, us, nbytes = t["eager_us"], t["tgc_us"], t["bytes"]
         gbs = nbytes / us / 1e3
         pct = f"{100 * gbs / copy:7.0f}%" if copy else f"{'-':>8}"
-        comp = f"{compiled:12.1f}" if compiled else f"{'skipped':>12}"
-        vs_c = f"{compiled / us:12.2f}x" if compiled else f"{'-':>13}"
+        comp, vs_c = compile_columns(compiled, us)
         comp_gbs = f"{nbytes / compiled / 1e3:14.0f}" if compiled else f"{'-':>14}"
         print(f"{name:<18}{eager:10.1f}{us:10.1f}{comp}{eager / us:10.2f}x{vs_c}{gbs:10.0f}{pct}{comp_gbs}"
               f"{t['rel_err']:9.1e}")
@@ -191,8 +197,7 @@ def main():
             print(f"{name:<24}{py_eager:10.1f}{'-':>10}  (tgc did not run)")
             continue
         eager, us = t["eager_us"], t["tgc_us"]
-        comp = f"{compiled:12.1f}" if compiled else f"{'skipped':>12}"
-        vs_c = f"{compiled / us:12.2f}x" if compiled else f"{'-':>13}"
+        comp, vs_c = compile_columns(compiled, us)
         print(f"{name:<24}{eager:10.1f}{us:10.1f}{comp}{eager / us:10.2f}x{vs_c}{t['rel_err']:9.1e}")
     print("training eager: the captured ops under autograd from C++; Python eager for reference: "
           + ", ".join(f"{n} {e:.1f} us" for n, e, _ in train_rows))

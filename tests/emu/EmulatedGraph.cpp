@@ -58,12 +58,7 @@ std::vector<at::Tensor> runTrainingSegment(const Segment &seg,
   }
   if (!any || !at::GradMode::is_enabled())
     return runSegment(seg, inputs, maxGrid, run);
-  Segment cuda = seg;
-  cuda.device = "cuda:0"; // the joint graph of a CUDA segment, as on a GPU:
-  for (SegmentNode &n : cuda.nodes) // its factories name the device
-    for (ArgValue &a : n.args)
-      if (a.kind == ArgValue::Device && a.s == "cpu")
-        a.s = cuda.device;
+  Segment cuda = gpu::asCudaCapture(seg, "cuda:0"); // the joint graph of a CUDA segment, as on a GPU
   JointGraph joint;
   std::string error;
   if (!buildJointGraph(cuda, grad, joint, error))

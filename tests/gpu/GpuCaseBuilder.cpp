@@ -49,6 +49,15 @@ Plan cudaPlanOf(const std::string &name, Segment seg) {
 
 } // namespace
 
+Segment asCudaCapture(Segment seg, const std::string &device) {
+  seg.device = device;
+  for (SegmentNode &n : seg.nodes)
+    for (ArgValue &a : n.args)
+      if (a.kind == ArgValue::Device && a.s == "cpu")
+        a.s = device;
+  return seg;
+}
+
 GpuCase caseFromSegment(const std::string &name, const Segment &seg, Plan cudaPlan) {
   GpuCase c;
   c.name = name;
@@ -76,12 +85,7 @@ GpuTrainingCase trainingCaseFromProgram(const std::string &name, const Program &
   c.name = name;
   for (const at::Tensor &t : planInputs)
     c.requiresGrad.push_back(t.requires_grad());
-  Segment cuda = seg;
-  cuda.device = "cuda";
-  for (SegmentNode &n : cuda.nodes) // as captured on a GPU, factories name the device
-    for (ArgValue &a : n.args)
-      if (a.kind == ArgValue::Device && a.s == "cpu")
-        a.s = cuda.device;
+  Segment cuda = asCudaCapture(seg, "cuda");
   JointGraph joint;
   std::string error;
   if (!buildJointGraph(cuda, c.requiresGrad, joint, error))

@@ -1,6 +1,7 @@
 //===- Tracer.cpp - tracer tensors and the dispatcher fallback ------------===//
 #include "compiler/capture/Tracer.h"
 
+#include "compiler/ops/OpRegistry.h"
 #include "runtime/Counters.h"
 #include "runtime/Executor.h"
 #include "runtime/Log.h"
@@ -57,10 +58,8 @@ std::string qualifiedName(const c10::FunctionSchema &s) {
 }
 
 /// Ops whose values must come to the host: capture cannot continue.
-bool needsHostValue(const std::string &name) {
-  return name == "aten::_local_scalar_dense" || name == "aten::item" ||
-         name == "aten::is_nonzero" || name == "aten::equal" ||
-         name == "aten::allclose";
+bool needsHostValue(const c10::FunctionSchema &s) {
+  return ops::hostUseOf(s.name(), s.overload_name()) == ops::HostUse::ReadsValue;
 }
 
 } // namespace
@@ -485,16 +484,8 @@ bool hasMetaKernel(const c10::OperatorHandle &op) {
 
 /// Ops whose output shapes depend on tensor values: no example can stand
 /// in for them.
-bool isDataDependent(const std::string &name) {
-  static const char *ops[] = {"aten::nonzero", "aten::unique", "aten::_unique",
-                              "aten::_unique2", "aten::unique_dim",
-                              "aten::unique_consecutive", "aten::masked_select",
-                              "aten::repeat_interleave", "aten::bincount",
-                              "aten::argwhere", "aten::nonzero_numpy"};
-  for (const char *op : ops)
-    if (name.rfind(op, 0) == 0)
-      return true;
-  return false;
+bool isDataDependent(const c10::FunctionSchema &s) {
+  return ops::hostUseOf(s.name(), s.overload_name()) == ops::HostUse::DataDependentShape;
 }
 
 /// Output metadata for an op that has no C++ Meta kernel (many pointwise ops
@@ -503,7 +494,7 @@ bool isDataDependent(const std::string &name) {
 /// Values never matter, except for data-dependent ops, which break instead.
 void runByExample(const c10::OperatorHandle &op, torch::jit::Stack &stack,
                   const std::string &name) {
-  if (isDataDependent(name))
+  if (isDataDependent(op.schema()))
     throw GraphBreak(name, "its output shape depends on tensor values");
   constexpr int64_t kMaxExampleBytes = int64_t(256) << 20;
   int64_t bytes = 0;
@@ -618,7 +609,7 @@ void traceOp(TraceContext &ctx, const c10::OperatorHandle &op,
   const std::string name = qualifiedName(schema);
   if (schema.name() == "aten::equal" && predictEqual(ctx, stack, base))
     return;
-  if (needsHostValue(schema.name()))
+  if (needsHostValue(schema))
     throw GraphBreak(name, "needs a tensor's value on the host (item(), bool "
                            "conversion or a comparison read on the CPU)");
   SegmentNode node;

@@ -1,6 +1,7 @@
 //===- Import.cpp - Segment to the `tg` dialect ---------------------------===//
 #include "compiler/pipeline/Import.h"
 #include "compiler/pipeline/Importer.h"
+#include "compiler/ops/OpRegistry.h"
 
 #include "dialects/TG/IR/TGOps.h"
 #include "mlir/IR/Builders.h"
@@ -90,90 +91,13 @@ FailureOr<Value> Importer::operand(const ArgValue &a, RankedTensorType type) {
   return v;
 }
 
-using PointwiseBuilder =
-    std::function<Value(OpBuilder &, Location, RankedTensorType, ValueRange,
-                        const SegmentNode &)>;
-
-template <class OpT>
-static PointwiseBuilder simple() {
-  return [](OpBuilder &b, Location loc, RankedTensorType t, ValueRange v,
-            const SegmentNode &) -> Value {
-    return b.create<OpT>(loc, t, v).getResult();
-  };
-}
-
-/// ATen ops lowered to tg pointwise ops: name -> (tensor arity, builder).
-static const std::map<std::string, std::pair<int, PointwiseBuilder>> &
-pointwiseTable() {
-  static const std::map<std::string, std::pair<int, PointwiseBuilder>> table = {
-      {"aten::mul.Tensor", {2, simple<tg::MulOp>()}},
-      {"aten::div.Tensor", {2, simple<tg::DivOp>()}},
-      {"aten::maximum", {2, simple<tg::MaximumOp>()}},
-      {"aten::minimum", {2, simple<tg::MinimumOp>()}},
-      {"aten::add.Tensor", {2, simple<tg::AddOp>()}},
-      {"aten::add.Scalar", {2, simple<tg::AddOp>()}},
-      {"aten::sub.Scalar", {2, simple<tg::SubOp>()}},
-      {"aten::mul.Scalar", {2, simple<tg::MulOp>()}},
-      {"aten::div.Scalar", {2, simple<tg::DivOp>()}},
-      {"aten::sub.Tensor", {2, simple<tg::SubOp>()}},
-      {"aten::relu", {1, simple<tg::ReluOp>()}},
-      {"aten::neg", {1, simple<tg::NegOp>()}},
-      {"aten::exp", {1, simple<tg::ExpOp>()}},
-      {"aten::log", {1, simple<tg::LogOp>()}},
-      {"aten::tanh", {1, simple<tg::TanhOp>()}},
-      {"aten::sigmoid", {1, simple<tg::SigmoidOp>()}},
-      {"aten::sqrt", {1, simple<tg::SqrtOp>()}},
-      {"aten::rsqrt", {1, simple<tg::RsqrtOp>()}},
-      {"aten::abs", {1, simple<tg::AbsOp>()}},
-      {"aten::erf", {1, simple<tg::ErfOp>()}},
-      {"aten::log1p", {1, simple<tg::Log1pOp>()}},
-      {"aten::expm1", {1, simple<tg::Expm1Op>()}},
-      {"aten::sin", {1, simple<tg::SinOp>()}},
-      {"aten::cos", {1, simple<tg::CosOp>()}},
-      {"aten::pow.Tensor_Tensor", {2, simple<tg::PowOp>()}},
-      {"aten::floor", {1, simple<tg::FloorOp>()}},
-      {"aten::ceil", {1, simple<tg::CeilOp>()}},
-      {"aten::round", {1, simple<tg::RoundOp>()}},
-      {"aten::trunc", {1, simple<tg::TruncOp>()}},
-      {"aten::fmod.Tensor", {2, simple<tg::RemOp>()}},
-      {"aten::fmod.Scalar", {2, simple<tg::RemOp>()}},
-      {"aten::bitwise_and.Tensor", {2, simple<tg::AndOp>()}},
-      {"aten::bitwise_and.Scalar", {2, simple<tg::AndOp>()}},
-      {"aten::bitwise_or.Tensor", {2, simple<tg::OrOp>()}},
-      {"aten::bitwise_or.Scalar", {2, simple<tg::OrOp>()}},
-      {"aten::bitwise_xor.Tensor", {2, simple<tg::XorOp>()}},
-      {"aten::bitwise_xor.Scalar", {2, simple<tg::XorOp>()}},
-      {"aten::bitwise_left_shift.Tensor", {2, simple<tg::ShlOp>()}},
-      {"aten::bitwise_left_shift.Tensor_Scalar", {2, simple<tg::ShlOp>()}},
-      {"aten::bitwise_right_shift.Tensor", {2, simple<tg::ShrOp>()}},
-      {"aten::bitwise_right_shift.Tensor_Scalar", {2, simple<tg::ShrOp>()}},
-      {"aten::__lshift__.Tensor", {2, simple<tg::ShlOp>()}},
-      {"aten::__lshift__.Scalar", {2, simple<tg::ShlOp>()}},
-      {"aten::__rshift__.Tensor", {2, simple<tg::ShrOp>()}},
-      {"aten::__rshift__.Scalar", {2, simple<tg::ShrOp>()}},
-      // logical_*: operands cast to the bool result first (x != 0).
-      {"aten::logical_and", {2, simple<tg::AndOp>()}},
-      {"aten::logical_or", {2, simple<tg::OrOp>()}},
-      {"aten::logical_xor", {2, simple<tg::XorOp>()}},
-      {"aten::gelu",
-       {1,
-        [](OpBuilder &b, Location loc, RankedTensorType t, ValueRange v,
-           const SegmentNode &n) -> Value {
-          std::string approx = n.args.size() > 1 ? n.args[1].s : "none";
-          return b.create<tg::GeluOp>(loc, t, v[0], b.getStringAttr(approx))
-              .getResult();
-        }}},
-  };
-  return table;
-}
-
 std::string detail::qualified(const SegmentNode &n) {
   return n.overload.empty() ? n.op : n.op + "." + n.overload;
 }
 
-LogicalResult Importer::importPointwise(const SegmentNode &node) {
-  auto &[arity, build] = pointwiseTable().at(qualified(node));
+LogicalResult Importer::importPointwise(const SegmentNode &node, const ops::OpInfo &info) {
   RankedTensorType outType = typeOf(node.outputs[0]);
+  int arity = info.lowering == ops::Lowering::Pointwise ? info.arity : info.lowering == ops::Lowering::Gelu ? 1 : 2;
   // Division and transcendental ops compute in the (float) result type;
   // arithmetic ops too, since ATen's result dtype is the promoted dtype.
   SmallVector<Value> operands;
@@ -183,22 +107,34 @@ LogicalResult Importer::importPointwise(const SegmentNode &node) {
       return failure();
     operands.push_back(*v);
   }
-  // alpha of add/sub scales the second operand.
-  std::string q = qualified(node);
-  if ((q == "aten::add.Tensor" || q == "aten::sub.Tensor" || q == "aten::add.Scalar" ||
-       q == "aten::sub.Scalar") &&
-      node.args.size() > 2) {
-    const ArgValue &alpha = node.args[2];
-    bool one = (alpha.kind == ArgValue::Int && alpha.i == 1) ||
-               (alpha.kind == ArgValue::Double && alpha.d == 1.0);
-    if (!one) {
-      auto a = operand(alpha, outType);
-      if (failed(a))
-        return failure();
-      operands[1] = b.create<tg::MulOp>(loc, outType, operands[1], *a);
+  Value r;
+  if (info.lowering == ops::Lowering::Gelu) {
+    std::string approx = node.args.size() > 1 ? node.args[1].s : "none";
+    r = b.create<tg::GeluOp>(loc, outType, operands[0], b.getStringAttr(approx));
+  } else {
+    // alpha of add/sub scales the second operand.
+    if (info.lowering == ops::Lowering::PointwiseAlpha && node.args.size() > 2) {
+      const ArgValue &alpha = node.args[2];
+      bool one = (alpha.kind == ArgValue::Int && alpha.i == 1) ||
+                 (alpha.kind == ArgValue::Double && alpha.d == 1.0);
+      if (!one) {
+        auto a = operand(alpha, outType);
+        if (failed(a))
+          return failure();
+        operands[1] = b.create<tg::MulOp>(loc, outType, operands[1], *a);
+      }
     }
+    // The registry names the tg op; an unknown name is a registry bug.
+    OperationState state(loc, info.variant);
+    if (!state.name.isRegistered()) {
+      error = std::string("op registry: '") + info.variant + "' (for " + qualified(node) +
+              ") is not a registered tg op";
+      return failure();
+    }
+    state.addOperands(operands);
+    state.addTypes(outType);
+    r = b.create(state)->getResult(0);
   }
-  Value r = build(b, loc, outType, operands, node);
   setStrides(r.getDefiningOp(), node.outputs[0]);
   values[node.outputs[0]] = r;
   return success();
@@ -298,42 +234,25 @@ static bool computable(const Segment &seg, const SegmentNode &node) {
   return !node.mutates;
 }
 
-/// Pointwise-table ops whose tg op is float-only: integer forms stay ATen
-/// calls (integer fmod raises on a zero divisor, which a kernel cannot).
-static bool floatOnlyEntry(const std::string &q) {
-  return q == "aten::floor" || q == "aten::ceil" || q == "aten::round" ||
-         q == "aten::trunc" || q == "aten::fmod.Tensor" || q == "aten::fmod.Scalar";
-}
-
 /// In-place ATen ops whose out-of-place form is the name without `_` with
-/// the same overload and arguments (pow_ is not: pow_.Scalar's functional
-/// twin is pow.Tensor_Scalar, while pow.Scalar takes a Scalar base).
+/// the same overload and arguments (the registry's InPlace rows; pow_ is not
+/// one: pow_.Scalar's functional twin is pow.Tensor_Scalar).
 static bool functionalizable(const SegmentNode &n) {
-  static const std::set<std::string> names = {
-      "aten::add_", "aten::sub_", "aten::mul_", "aten::div_", "aten::relu_", "aten::clamp_",
-      "aten::clamp_min_", "aten::clamp_max_", "aten::masked_fill_", "aten::exp_", "aten::tanh_",
-      "aten::sigmoid_", "aten::neg_", "aten::gelu_", "aten::silu_", "aten::hardtanh_",
-      "aten::leaky_relu_", "aten::sqrt_", "aten::rsqrt_", "aten::abs_",
-      "aten::bernoulli_", "aten::scatter_add_"};
-  if (n.op == "aten::bernoulli_" &&
-      (n.overload != "float" || n.args.size() < 2 || n.args[1].kind != ArgValue::Double ||
+  const ops::OpInfo *info = ops::find(n.op, n.overload);
+  if (!info)
+    return false;
+  if (info->lowering == ops::Lowering::Bernoulli &&
+      (n.overload != info->variant || n.args.size() < 2 || n.args[1].kind != ArgValue::Double ||
        (n.args.size() > 2 && n.args[2].kind != ArgValue::None)))
     return false; // only a float probability with the default generator
-  return names.count(n.op) && n.outputs.size() == 1 && !n.args.empty() &&
-         n.args[0].kind == ArgValue::Tensor;
+  bool inPlace = info->lowering == ops::Lowering::InPlace ||
+                 info->lowering == ops::Lowering::Bernoulli;
+  return inPlace && n.outputs.size() == 1 && !n.args.empty() && n.args[0].kind == ArgValue::Tensor;
 }
 
 /// Ops whose result aliases their first argument.
 static bool isAliasing(const SegmentNode &n) {
-  static const std::set<std::string> names = {
-      "aten::view", "aten::_unsafe_view", "aten::reshape", "aten::_reshape_alias", "aten::alias",
-      "aten::unsqueeze", "aten::squeeze", "aten::permute", "aten::transpose", "aten::t",
-      "aten::expand", "aten::slice", "aten::select", "aten::split", "aten::split_with_sizes",
-      "aten::unbind", "aten::as_strided", "aten::diagonal", "aten::unfold", "aten::detach",
-      "aten::narrow", "aten::view_as_real", "aten::view_as_complex", "aten::chunk",
-      "aten::unflatten", "aten::movedim", "aten::swapaxes", "aten::lift_fresh",
-      "aten::unsafe_split", "aten::unsafe_split_with_sizes", "aten::unsafe_chunk"};
-  return names.count(n.op) || (n.mutates && !n.outputs.empty());
+  return ops::aliasOf(n.op, n.overload) != ops::Alias::None || (n.mutates && !n.outputs.empty());
 }
 
 void Importer::planFunctionalization() {
@@ -344,16 +263,13 @@ void Importer::planFunctionalization() {
   std::function<int(int)> find = [&](int v) { return parent[v] == v ? v : parent[v] = find(parent[v]); };
   // The parts of a split are disjoint: each overlaps its base, not its
   // siblings. They get their own classes, linked to the base's.
-  static const std::set<std::string> splits = {
-      "aten::split", "aten::split_with_sizes", "aten::unbind", "aten::unsafe_split",
-      "aten::unsafe_split_with_sizes", "aten::chunk", "aten::unsafe_chunk"};
   std::vector<std::pair<int, int>> partOf; // (part, base)
   for (const SegmentNode &n : seg.nodes)
     if (isAliasing(n) && !n.args.empty() && n.args[0].kind == ArgValue::Tensor)
       for (int out : n.outputs) {
         if (out < 0)
           continue;
-        if (splits.count(n.op))
+        if (ops::aliasOf(n.op, n.overload) == ops::Alias::Part)
           partOf.push_back({out, n.args[0].tensors[0]});
         else
           parent[find(out)] = find(n.args[0].tensors[0]);
@@ -421,17 +337,21 @@ static bool isUsed(const Segment &seg, int id, const std::set<size_t> &overwrite
 LogicalResult Importer::importAt(size_t index) {
   const SegmentNode &node = seg.nodes[index];
   // Allocations nobody reads (ATen's batch_norm makes some) cost a call.
-  static const std::set<std::string> allocations = {"aten::empty", "aten::empty_like",
-                                                    "aten::empty_strided", "aten::new_empty"};
+  const ops::OpInfo *info = ops::find(node.op, node.overload);
+  bool allocation = info && info->lowering == ops::Lowering::Allocation;
   std::set<size_t> overwrites;
+  auto isBernoulli = [&](const SegmentNode &n) {
+    const ops::OpInfo *r = ops::find(n.op, n.overload);
+    return r && r->lowering == ops::Lowering::Bernoulli;
+  };
   for (size_t i : functional)
-    if (seg.nodes[i].op == "aten::bernoulli_")
+    if (isBernoulli(seg.nodes[i]))
       overwrites.insert(i);
-  if (allocations.count(node.op) &&
+  if (allocation &&
       std::none_of(node.outputs.begin(), node.outputs.end(),
                    [&](int id) { return isUsed(seg, id, overwrites); }))
     return success();
-  if (allocations.count(node.op) && node.outputs.size() == 1 && computable(seg, node) &&
+  if (allocation && node.outputs.size() == 1 && computable(seg, node) &&
       typeOf(node.outputs[0]).getNumElements() == 0) {
     // An empty tensor holds nothing to compute (cat's legacy 1-D pieces).
     RankedTensorType t = typeOf(node.outputs[0]);
@@ -439,7 +359,7 @@ LogicalResult Importer::importAt(size_t index) {
         b.create<tg::ConstantOp>(loc, DenseElementsAttr::get(t, ArrayRef<Attribute>{}));
     return success();
   }
-  if (node.op == "aten::bernoulli_" && functional.count(index)) {
+  if (isBernoulli(node) && functional.count(index)) {
     if (!importBernoulli(node))
       return importExtern(node); // (unreachable for the float overload)
     values[node.args[0].tensors[0]] = values.lookup(node.outputs[0]);
@@ -459,9 +379,8 @@ LogicalResult Importer::importAt(size_t index) {
 
 /// Whether `n` is a training batch norm, which writes its running stats.
 static bool isBatchNormTraining(const SegmentNode &n) {
-  return (n.op == "aten::native_batch_norm" || n.op == "aten::_native_batch_norm_legit") &&
-         n.overload.empty() && n.args.size() == 8 && n.args[5].kind == ArgValue::Bool &&
-         n.args[5].b;
+  return ops::loweringOf(n.op, n.overload) == ops::Lowering::BatchNorm && n.args.size() == 8 &&
+         n.args[5].kind == ArgValue::Bool && n.args[5].b;
 }
 
 /// The tensors a mutating node writes, when known: in-place ops write their
@@ -506,17 +425,50 @@ LogicalResult Importer::importNode(const SegmentNode &node) {
     return importExtern(node); // a backward op with a masked-out result
   if (isBatchNormTraining(node) && importBatchNormTraining(node))
     return success();
-  if (!computable(seg, node))
+  ops::Lowering lowering = ops::loweringOf(node.op, node.overload);
+  if (lowering == ops::Lowering::Extern || !computable(seg, node))
     return importExtern(node);
-  if (floatOnlyEntry(qualified(node)) && !isa<FloatType>(typeOf(node.outputs[0]).getElementType()))
+  const ops::OpInfo &info = *ops::find(node.op, node.overload);
+  if (info.dtypes == ops::Dtypes::FloatOnly &&
+      (node.outputs.empty() || !isa<FloatType>(typeOf(node.outputs[0]).getElementType())))
     return importExtern(node);
-  if (pointwiseTable().count(qualified(node)) && node.outputs.size() == 1)
-    return importPointwise(node);
-  if (importLayout(node) || importRowOp(node) || importComposite(node) || importIndexing(node))
+  if (lower(node, info))
     return success();
-  return importExtern(node);
+  return error.empty() ? importExtern(node) : failure();
 }
 
+bool Importer::lower(const SegmentNode &node, const ops::OpInfo &info) {
+  using ops::Lowering;
+  switch (info.lowering) {
+  case Lowering::Pointwise:
+  case Lowering::PointwiseAlpha:
+  case Lowering::Gelu:
+    return node.outputs.size() == 1 && succeeded(importPointwise(node, info));
+  case Lowering::Compare: case Lowering::Cast: case Lowering::Triangle: case Lowering::Arange:
+  case Lowering::Fill: case Lowering::Where: case Lowering::MaskedFill:
+  case Lowering::BitwiseNot: case Lowering::Remainder: case Lowering::LogicalNot:
+  case Lowering::Clamp: case Lowering::Silu: case Lowering::Reciprocal:
+  case Lowering::LeakyRelu: case Lowering::Softplus: case Lowering::Mish:
+  case Lowering::PowScalar:
+    return importComposite(node, info);
+  case Lowering::Reshape: case Lowering::Permute: case Lowering::Expand: case Lowering::Slice:
+  case Lowering::Select: case Lowering::Flip: case Lowering::Clone: case Lowering::Split:
+    return importLayout(node, info);
+  case Lowering::ReduceAll: case Lowering::Reduce: case Lowering::ArgReduce:
+  case Lowering::ReduceWithIndices: case Lowering::Moments: case Lowering::LogSumExp:
+  case Lowering::VectorNorm: case Lowering::Softmax: case Lowering::LayerNorm:
+  case Lowering::BatchNorm: case Lowering::BatchNormInference: case Lowering::Dropout:
+    return importRowOp(node, info);
+  case Lowering::Embedding: case Lowering::IndexSelect: case Lowering::Gather:
+  case Lowering::AdvancedIndex: case Lowering::ScatterAdd: case Lowering::Concat:
+  case Lowering::ConstantPad:
+    return importIndexing(node, info);
+  case Lowering::Extern: case Lowering::InPlace: case Lowering::Bernoulli:
+  case Lowering::Allocation:
+    return false; // ATen calls here; importAt handles the functional forms
+  }
+  return false;
+}
 
 FailureOr<func::FuncOp> importSegment(const Segment &seg, ModuleOp module,
                                       std::string &error) {

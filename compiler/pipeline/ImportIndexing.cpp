@@ -191,10 +191,9 @@ bool Importer::importScatterAdd(const SegmentNode &node) {
   return true;
 }
 
-bool Importer::importConcat(const SegmentNode &node) {
+bool Importer::importConcat(const SegmentNode &node, bool isStack) {
   // cat(tensors, dim) and stack(tensors, dim): pieces promoted to the
   // result type; cat skips 1-D empty pieces as ATen's legacy rule does.
-  bool isStack = node.op == "aten::stack";
   RankedTensorType out = typeOf(node.outputs[0]);
   int64_t rank = out.getRank();
   if (rank == 0 || node.args[0].kind != ArgValue::TensorList)
@@ -296,32 +295,30 @@ bool Importer::importConstantPad(const SegmentNode &node) {
   return true;
 }
 
-bool Importer::importIndexing(const SegmentNode &node) {
-  std::string q = qualified(node);
+bool Importer::importIndexing(const SegmentNode &node, const ops::OpInfo &info) {
+  using ops::Lowering;
   if (node.outputs.size() != 1 || node.args.empty())
     return false;
-  if (q == "aten::cat" || q == "aten::stack")
-    return importConcat(node);
+  if (info.lowering == Lowering::Concat)
+    return importConcat(node, StringRef(info.variant) == "stack");
   if (node.args[0].kind != ArgValue::Tensor)
     return false;
   auto tensorAt = [&](size_t i) {
     return i < node.args.size() && node.args[i].kind == ArgValue::Tensor;
   };
-  if (q == "aten::embedding" && tensorAt(1))
-    return importEmbedding(node);
-  if (q == "aten::index_select" && tensorAt(2))
-    return importIndexSelect(node);
-  if (q == "aten::gather" && tensorAt(2))
-    return importGather(node);
-  if (q == "aten::index.Tensor" && node.args.size() == 2 &&
-      node.args[1].kind == ArgValue::TensorList)
-    return importAdvancedIndex(node);
-  if (q == "aten::scatter_add" && tensorAt(2) && tensorAt(3))
-    return importScatterAdd(node);
-  if (q == "aten::constant_pad_nd" && node.args.size() > 1 &&
-      node.args[1].kind == ArgValue::IntList)
-    return importConstantPad(node);
-  return false;
+  switch (info.lowering) {
+  case Lowering::Embedding: return tensorAt(1) && importEmbedding(node);
+  case Lowering::IndexSelect: return tensorAt(2) && importIndexSelect(node);
+  case Lowering::Gather: return tensorAt(2) && importGather(node);
+  case Lowering::AdvancedIndex:
+    return node.args.size() == 2 && node.args[1].kind == ArgValue::TensorList &&
+           importAdvancedIndex(node);
+  case Lowering::ScatterAdd: return tensorAt(2) && tensorAt(3) && importScatterAdd(node);
+  case Lowering::ConstantPad:
+    return node.args.size() > 1 && node.args[1].kind == ArgValue::IntList &&
+           importConstantPad(node);
+  default: return false;
+  }
 }
 
 } // namespace tgc::detail

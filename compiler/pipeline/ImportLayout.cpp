@@ -85,14 +85,13 @@ bool Importer::importBernoulli(const SegmentNode &node) {
   return true;
 }
 
-bool Importer::importSplit(const SegmentNode &node) {
+bool Importer::importSplit(const SegmentNode &node, bool unbind) {
   MLIRContext *ctx = b.getContext();
   Value x = values.lookup(node.args[0].tensors[0]);
   auto in = cast<RankedTensorType>(x.getType());
   int64_t rank = in.getRank();
   if (rank == 0)
     return false;
-  bool unbind = node.op == "aten::unbind";
   int64_t d = node.args.size() > (unbind ? 1u : 2u) ? node.args[unbind ? 1 : 2].i : 0;
   d = d < 0 ? d + rank : d;
   int64_t start = 0;
@@ -123,27 +122,19 @@ bool Importer::importSplit(const SegmentNode &node) {
   return true;
 }
 
-bool Importer::importLayout(const SegmentNode &node) {
-  static const std::set<std::string> views = {
-      "aten::view", "aten::_unsafe_view", "aten::reshape", "aten::_reshape_alias", "aten::alias",
-      "aten::unsqueeze", "aten::squeeze", "aten::squeeze.dim", "aten::squeeze.dims",
-      "aten::permute", "aten::transpose.int", "aten::t", "aten::expand",
-      "aten::slice.Tensor", "aten::select.int", "aten::flip", "aten::clone"};
-  std::string q = qualified(node);
+bool Importer::importLayout(const SegmentNode &node, const ops::OpInfo &info) {
+  using ops::Lowering;
+  Lowering lowering = info.lowering;
   if (node.args.empty() || node.args[0].kind != ArgValue::Tensor)
     return false;
-  if ((q == "aten::split.Tensor" || q == "aten::split_with_sizes" || q == "aten::unbind.int" ||
-       q == "aten::unsafe_split.Tensor" || q == "aten::unsafe_split_with_sizes") &&
-      viewsAsRemaps)
-    return importSplit(node);
-  if (!views.count(q) || node.outputs.size() != 1)
+  if (lowering == Lowering::Split)
+    return viewsAsRemaps && importSplit(node, StringRef(info.variant) == "unbind");
+  if (node.outputs.size() != 1)
     return false;
   // flip and clone copy: with no ATen view to fall back to, a remap of
   // theirs that no kernel absorbs is materialized by a copy kernel.
-  bool isView = q != "aten::flip" && q != "aten::clone";
-  if (q == "aten::clone" && !viewsAsRemaps)
-    return false;
-  if (isView && !viewsAsRemaps)
+  bool isView = lowering != Lowering::Flip && lowering != Lowering::Clone;
+  if (lowering != Lowering::Flip && !viewsAsRemaps)
     return false;
   MLIRContext *ctx = b.getContext();
   Value x = values.lookup(node.args[0].tensors[0]);
@@ -156,41 +147,44 @@ bool Importer::importLayout(const SegmentNode &node) {
   auto norm = [&](int64_t d, int64_t r) { return d < 0 ? d + r : d; };
   auto dim = [&](unsigned d) { return getAffineDimExpr(d, ctx); };
   SmallVector<AffineExpr> exprs;
-  if (q == "aten::permute" || q == "aten::transpose.int" || q == "aten::t") {
+  if (lowering == Lowering::Permute) {
+    // permute(x, dims), transpose(x, a, c), t(x): t has one argument.
+    bool isT = node.args.size() == 1;
+    bool isPermute = node.args.size() == 2;
     SmallVector<int64_t> perm;
     for (int64_t d = 0; d < rank; ++d)
       perm.push_back(d);
-    if (q == "aten::permute") {
+    if (isPermute) {
       for (int64_t d = 0; d < rank; ++d)
         perm[d] = norm(node.args[1].ints[d], rank);
     } else if (rank == 2) {
-      int64_t a = q == "aten::t" ? 0 : norm(node.args[1].i, rank);
-      int64_t c = q == "aten::t" ? 1 : norm(node.args[2].i, rank);
+      int64_t a = isT ? 0 : norm(node.args[1].i, rank);
+      int64_t c = isT ? 1 : norm(node.args[2].i, rank);
       std::swap(perm[a], perm[c]);
-    } else if (q == "aten::transpose.int" && rank > 0) {
+    } else if (!isT && rank > 0) {
       std::swap(perm[norm(node.args[1].i, rank)], perm[norm(node.args[2].i, rank)]);
     }
     exprs.assign(rank, getAffineConstantExpr(0, ctx));
     for (int64_t d = 0; d < rank; ++d)
       exprs[perm[d]] = dim(d);
-  } else if (q == "aten::expand") {
+  } else if (lowering == Lowering::Expand) {
     int64_t lead = os.size() - rank;
     for (int64_t k = 0; k < rank; ++k)
       exprs.push_back(is[k] == 1 && os[lead + k] != 1 ? getAffineConstantExpr(0, ctx)
                                                       : dim(lead + k));
-  } else if (q == "aten::slice.Tensor") {
+  } else if (lowering == Lowering::Slice) {
     int64_t d = norm(node.args[1].i, rank);
     int64_t start = node.args[2].kind == ArgValue::Int ? node.args[2].i : 0;
     int64_t step = node.args.size() > 4 ? node.args[4].i : 1;
     start = std::clamp<int64_t>(start < 0 ? start + is[d] : start, 0, is[d]);
     for (int64_t k = 0; k < rank; ++k)
       exprs.push_back(k == d ? dim(k) * step + start : dim(k));
-  } else if (q == "aten::select.int") {
+  } else if (lowering == Lowering::Select) {
     int64_t d = norm(node.args[1].i, rank);
     int64_t index = norm(node.args[2].i, is[d]);
     for (int64_t k = 0; k < rank; ++k)
       exprs.push_back(k == d ? getAffineConstantExpr(index, ctx) : dim(k < d ? k : k - 1));
-  } else if (q == "aten::flip") {
+  } else if (lowering == Lowering::Flip) {
     std::set<int64_t> flipped;
     for (int64_t d : node.args[1].ints)
       flipped.insert(norm(d, rank));
@@ -215,7 +209,7 @@ bool Importer::importLayout(const SegmentNode &node) {
     }
     if (ins.size() != 1)
       return false;
-    callee = b.getStringAttr(q);
+    callee = b.getStringAttr(qualified(node));
     viewArgs = b.getArrayAttr(args);
   }
   auto op = b.create<tg::RemapOp>(loc, out, x, AffineMapAttr::get(map), callee, viewArgs);

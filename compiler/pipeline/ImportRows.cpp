@@ -157,183 +157,6 @@ Type Importer::computeTypeOf(ArrayRef<const ArgValue *> args) {
   return best;
 }
 
-bool Importer::importComposite(const SegmentNode &node) {
-  std::string q = qualified(node);
-  if (node.outputs.size() != 1 || node.args.empty())
-    return false;
-  RankedTensorType out = typeOf(node.outputs[0]);
-  auto as = [&](const ArgValue &a, Type elt) -> Value {
-    auto v = operand(a, RankedTensorType::get(out.getShape(), elt));
-    return failed(v) ? Value() : *v;
-  };
-  auto cmp = [&](Value l, Value r, StringRef pred) -> Value {
-    auto t = RankedTensorType::get(out.getShape(), b.getI1Type());
-    return b.create<tg::CompareOp>(loc, t, l, r, b.getStringAttr(pred));
-  };
-  auto done = [&](Value v) {
-    if (!v)
-      return false;
-    finish(v, node.outputs[0]);
-    return true;
-  };
-  StringRef name(q);
-  for (StringRef pred : {"eq", "ne", "lt", "le", "gt", "ge"}) {
-    if (name == ("aten::" + pred + ".Tensor").str() || name == ("aten::" + pred + ".Scalar").str()) {
-      Type t = computeTypeOf({&node.args[0], &node.args[1]});
-      Value l = as(node.args[0], t), r = as(node.args[1], t);
-      return l && r && done(cmp(l, r, pred));
-    }
-  }
-  Type elt = out.getElementType();
-  if (q == "aten::_to_copy") {
-    // A dtype conversion on the same device; a same-type copy stays an
-    // ATen call, so the result never aliases its input.
-    Value in = values.lookup(node.args[0].tensors[0]);
-    bool sameDevice = node.args.size() < 4 || node.args[3].kind == ArgValue::None ||
-                      node.args[3].s == seg.device;
-    if (!sameDevice || cast<RankedTensorType>(in.getType()).getElementType() == elt)
-      return false;
-    return done(castTo(in, elt));
-  }
-  if ((q == "aten::triu" || q == "aten::tril") && out.getRank() >= 2) {
-    // Keep x where col - row >= k (triu) or <= k (tril), else 0.
-    int64_t k = node.args.size() > 1 && node.args[1].kind == ArgValue::Int ? node.args[1].i : 0;
-    int64_t r = out.getRank();
-    auto it = RankedTensorType::get(out.getShape(), b.getI64Type());
-    Value row = b.create<tg::IotaOp>(loc, it, b.getI64IntegerAttr(r - 2));
-    Value col = b.create<tg::IotaOp>(loc, it, b.getI64IntegerAttr(r - 1));
-    Value diff = b.create<tg::SubOp>(loc, it, col, row);
-    Value keep = cmp(diff, scalar(double(k), it), q == "aten::triu" ? "ge" : "le");
-    Value x = as(node.args[0], elt);
-    return x && done(b.create<tg::SelectOp>(loc, out, keep, x, scalar(0, out)));
-  }
-  if ((q == "aten::arange" || q == "aten::arange.start" || q == "aten::arange.start_step") &&
-      out.getRank() == 1) {
-    // start + i * step, computed in f64 for float results (as ATen's
-    // accumulate type does) and in i64 for integers.
-    auto num = [](const ArgValue &a) { return a.kind == ArgValue::Double ? a.d : double(a.i); };
-    bool hasStart = q != "aten::arange";
-    double start = hasStart ? num(node.args[0]) : 0;
-    double step = q == "aten::arange.start_step" ? num(node.args[2]) : 1;
-    auto it = RankedTensorType::get(out.getShape(), b.getI64Type());
-    Value i = b.create<tg::IotaOp>(loc, it, b.getI64IntegerAttr(0));
-    Type ct = isa<FloatType>(elt) ? Type(b.getF64Type()) : Type(b.getI64Type());
-    auto t = RankedTensorType::get(out.getShape(), ct);
-    Value v = castTo(i, ct);
-    v = b.create<tg::AddOp>(loc, t, b.create<tg::MulOp>(loc, t, v, scalar(step, t)), scalar(start, t));
-    return done(v);
-  }
-  if ((q == "aten::ones" || q == "aten::zeros" || q == "aten::full") && !node.args.empty()) {
-    // A filled tensor is a splat constant, broadcast: kernels read it as an
-    // immediate. (Device and layout were checked by capture; dtype is the
-    // result's.)
-    double v = q == "aten::ones" ? 1.0 : 0.0;
-    if (q == "aten::full") {
-      const ArgValue &f = node.args[1];
-      if (f.kind != ArgValue::Double && f.kind != ArgValue::Int && f.kind != ArgValue::Bool)
-        return false;
-      v = f.kind == ArgValue::Double ? f.d : f.kind == ArgValue::Int ? double(f.i) : double(f.b);
-    }
-    auto t0 = RankedTensorType::get({}, elt);
-    Attribute a = isa<FloatType>(elt) ? Attribute(b.getFloatAttr(elt, v))
-                  : elt.isInteger(1)  ? Attribute(b.getBoolAttr(v != 0))
-                                      : Attribute(b.getIntegerAttr(elt, (int64_t)v));
-    return done(bcast(b.create<tg::ConstantOp>(loc, DenseElementsAttr::get(t0, a)), out));
-  }
-  if (q == "aten::where.self") {
-    Value c = as(node.args[0], b.getI1Type());
-    Value x = as(node.args[1], elt), y = as(node.args[2], elt);
-    return c && x && y && done(b.create<tg::SelectOp>(loc, out, c, x, y));
-  }
-  if (q == "aten::masked_fill.Scalar" || q == "aten::masked_fill.Tensor") {
-    Value x = as(node.args[0], elt), m = as(node.args[1], b.getI1Type());
-    Value v = as(node.args[2], elt);
-    return x && m && v && done(b.create<tg::SelectOp>(loc, out, m, v, x));
-  }
-  if (q == "aten::bitwise_not" && !isa<FloatType>(elt)) {
-    Value x = as(node.args[0], elt);
-    Value ones = elt.isInteger(1) ? scalar(1, out) : scalar(-1, out);
-    if (elt.isInteger(1)) {
-      auto t = RankedTensorType::get({}, elt);
-      ones = bcast(b.create<tg::ConstantOp>(loc, DenseElementsAttr::get(t, b.getBoolAttr(true))), out);
-    }
-    return x && done(b.create<tg::XorOp>(loc, out, x, ones));
-  }
-  if ((q == "aten::remainder.Tensor" || q == "aten::remainder.Scalar") && isa<FloatType>(elt)) {
-    // Python's modulo: fmod, moved into the divisor's sign when nonzero.
-    Value a = as(node.args[0], elt), d = as(node.args[1], elt);
-    if (!a || !d)
-      return false;
-    Value zero = scalar(0, out);
-    Value m = b.create<tg::RemOp>(loc, out, a, d);
-    Value fix = b.create<tg::AndOp>(
-        loc, RankedTensorType::get(out.getShape(), b.getI1Type()), cmp(m, zero, "ne"),
-        cmp(cmp(m, zero, "lt"), cmp(d, zero, "lt"), "ne"));
-    return done(b.create<tg::SelectOp>(loc, out, fix, b.create<tg::AddOp>(loc, out, m, d), m));
-  }
-  if (q == "aten::logical_not") {
-    Type t = computeTypeOf({&node.args[0]});
-    ArgValue zero;
-    zero.kind = ArgValue::Int;
-    Value x = as(node.args[0], t);
-    return x && done(cmp(x, as(zero, t), "eq"));
-  }
-  static const std::set<std::string> floatOps = {
-      "aten::clamp", "aten::clamp_min", "aten::clamp_max", "aten::hardtanh", "aten::silu",
-      "aten::reciprocal", "aten::leaky_relu", "aten::softplus", "aten::mish",
-      "aten::pow.Tensor_Scalar"};
-  // Build nothing for nodes this function does not handle.
-  if (!floatOps.count(q) || !isa<FloatType>(elt) || node.args[0].kind != ArgValue::Tensor)
-    return false;
-  Value x = as(node.args[0], elt);
-  if (!x)
-    return false;
-  auto num = [&](double v) { return scalar(v, out); };
-  if (q == "aten::clamp" || q == "aten::clamp_min" || q == "aten::clamp_max" ||
-      q == "aten::hardtanh") {
-    const ArgValue *lo = nullptr, *hi = nullptr;
-    if (q == "aten::clamp_max")
-      hi = &node.args[1];
-    else
-      lo = &node.args[1];
-    if ((q == "aten::clamp" || q == "aten::hardtanh") && node.args.size() > 2)
-      hi = &node.args[2];
-    if (lo && lo->kind != ArgValue::None)
-      x = b.create<tg::MaximumOp>(loc, out, x, as(*lo, elt));
-    if (hi && hi->kind != ArgValue::None)
-      x = b.create<tg::MinimumOp>(loc, out, x, as(*hi, elt));
-    return done(x);
-  }
-  if (q == "aten::silu")
-    return done(b.create<tg::MulOp>(loc, out, x, b.create<tg::SigmoidOp>(loc, out, x)));
-  if (q == "aten::reciprocal")
-    return done(b.create<tg::DivOp>(loc, out, num(1.0), x));
-  if (q == "aten::leaky_relu") {
-    Value neg = b.create<tg::MulOp>(loc, out, x, as(node.args[1], elt));
-    return done(b.create<tg::SelectOp>(loc, out, cmp(x, num(0.0), "gt"), x, neg));
-  }
-  auto softplus = [&](Value v, double beta, double threshold) -> Value {
-    Value bx = b.create<tg::MulOp>(loc, out, v, num(beta));
-    Value soft = b.create<tg::DivOp>(loc, out,
-                                     b.create<tg::Log1pOp>(loc, out, b.create<tg::ExpOp>(loc, out, bx)),
-                                     num(beta));
-    return b.create<tg::SelectOp>(loc, out, cmp(bx, num(threshold), "gt"), v, soft);
-  };
-  auto number = [](const ArgValue &a) { return a.kind == ArgValue::Double ? a.d : double(a.i); };
-  if (q == "aten::softplus")
-    return done(softplus(x, number(node.args[1]), number(node.args[2])));
-  if (q == "aten::mish")
-    return done(b.create<tg::MulOp>(loc, out, x,
-                                    b.create<tg::TanhOp>(loc, out, softplus(x, 1.0, 20.0))));
-  if (q == "aten::pow.Tensor_Scalar") {
-    double e = number(node.args[1]);
-    if (e == 2.0)
-      return done(b.create<tg::MulOp>(loc, out, x, x));
-    return done(b.create<tg::PowOp>(loc, out, x, as(node.args[1], elt)));
-  }
-  return false;
-}
-
 /// Binds value `id` to `rows`, a row-space result of toRows(_, dims),
 /// moved back by a permute. The row-space result is laid out so that the
 /// permute gives `id`'s strides (contiguous, as eager's), a zero-copy view.
@@ -440,8 +263,9 @@ bool Importer::importBatchNormTraining(const SegmentNode &node) {
   return true;
 }
 
-bool Importer::importRowOp(const SegmentNode &node) {
-  std::string q = qualified(node);
+bool Importer::importRowOp(const SegmentNode &node, const ops::OpInfo &info) {
+  using ops::Lowering;
+  StringRef variant = info.variant;
   auto tensorArg = [&](size_t i) -> Value {
     return i < node.args.size() && node.args[i].kind == ArgValue::Tensor
                ? values.lookup(node.args[i].tensors[0])
@@ -461,33 +285,33 @@ bool Importer::importRowOp(const SegmentNode &node) {
       return {node.args[i].i};
     return node.args[i].ints;
   };
-  bool isSum = q == "aten::sum" || q == "aten::sum.dim_IntList";
-  bool isMean = q == "aten::mean.dim" || q == "aten::mean";
-  bool isProd = q == "aten::prod" || q == "aten::prod.dim_int";
-  if (isSum || isMean || isProd || q == "aten::amax" || q == "aten::amin") {
-    bool full = q == "aten::sum" || q == "aten::mean" || q == "aten::prod";
-    std::vector<int64_t> dims = full ? std::vector<int64_t>{} : dimList(1);
+  switch (info.lowering) {
+  case Lowering::ReduceAll:
+  case Lowering::Reduce: {
+    // variant: sum, mean (float results only), prod, max, min.
+    bool isMean = variant == "mean";
+    std::vector<int64_t> dims =
+        info.lowering == Lowering::ReduceAll ? std::vector<int64_t>{} : dimList(1);
     Type elt = typeOf(node.outputs[0]).getElementType();
-    if (isMean && !isa<FloatType>(elt))
-      return false;
     auto [rows, count] = toRows(castTo(x, elt), dims);
-    Value r = reduce(rows, isSum || isMean ? "sum" : isProd ? "prod" : q == "aten::amax" ? "max" : "min",
-                     count);
+    Value r = reduce(rows, isMean ? "sum" : variant, count);
     if (isMean)
       r = divide(r, rowSize(rows, count));
     finish(r, node.outputs[0]);
     return true;
   }
-  bool isArg = q == "aten::argmax" || q == "aten::argmin";
-  bool isMaxDim = q == "aten::max.dim" || q == "aten::min.dim";
-  if ((isArg || isMaxDim) && xt.getElementType().getIntOrFloatBitWidth() > 1) {
+  case Lowering::ArgReduce:
+  case Lowering::ReduceWithIndices: {
+    if (xt.getElementType().getIntOrFloatBitWidth() <= 1)
+      return false;
+    bool isMaxDim = info.lowering == Lowering::ReduceWithIndices;
     // argmax(dim=None) ranks the flattened tensor; max.dim also gives values.
     std::vector<int64_t> dims;
     if (node.args.size() > 1 && node.args[1].kind == ArgValue::Int)
       dims = {node.args[1].i};
     else if (isMaxDim)
       return false;
-    bool max = q == "aten::argmax" || q == "aten::max.dim";
+    bool max = variant == "argmax" || variant == "max";
     auto [rows, count] = toRows(x, dims);
     auto rowsType = cast<RankedTensorType>(rows.getType());
     SmallVector<int64_t> kept(rowsType.getShape());
@@ -504,8 +328,7 @@ bool Importer::importRowOp(const SegmentNode &node) {
     }
     return true;
   }
-  if (q == "aten::var.correction" || q == "aten::std.correction" ||
-      q == "aten::var_mean.correction" || q == "aten::std_mean.correction") {
+  case Lowering::Moments: {
     if (!isa<FloatType>(xt.getElementType()))
       return false;
     auto [rows, count] = toRows(x, dimList(1));
@@ -520,15 +343,14 @@ bool Importer::importRowOp(const SegmentNode &node) {
     Value xc = b.create<tg::SubOp>(loc, t, rows, bcast(mean, t));
     Value var = divide(reduce(b.create<tg::MulOp>(loc, t, xc, xc), "sum", count),
                        std::max(0.0, n - correction));
-    bool isStd = q.find("std") != std::string::npos;
-    if (isStd)
+    if (variant == "std")
       var = b.create<tg::SqrtOp>(loc, var.getType(), var);
     finish(var, node.outputs[0]);
     if (node.outputs.size() > 1)
       finish(mean, node.outputs[1]);
     return true;
   }
-  if (q == "aten::logsumexp") {
+  case Lowering::LogSumExp: {
     RankedTensorType out = typeOf(node.outputs[0]);
     if (!isa<FloatType>(out.getElementType()))
       return false;
@@ -546,9 +368,7 @@ bool Importer::importRowOp(const SegmentNode &node) {
     finish(r, node.outputs[0]);
     return true;
   }
-  bool isNorm = q == "aten::norm.ScalarOpt_dim" || q == "aten::norm.Scalar" ||
-                q == "aten::norm.ScalarOpt_dim_dtype";
-  if (q == "aten::linalg_vector_norm" || isNorm) {
+  case Lowering::VectorNorm: {
     RankedTensorType out = typeOf(node.outputs[0]);
     if (!isa<FloatType>(out.getElementType()) || !isa<FloatType>(xt.getElementType()))
       return false;
@@ -558,7 +378,7 @@ bool Importer::importRowOp(const SegmentNode &node) {
     else if (node.args.size() > 1 && node.args[1].kind == ArgValue::Int)
       p = node.args[1].i;
     auto [rows, count] = toRows(castTo(x, out.getElementType()),
-                                q == "aten::norm.Scalar" ? std::vector<int64_t>{} : dimList(2));
+                                variant == "all" ? std::vector<int64_t>{} : dimList(2));
     auto t = cast<RankedTensorType>(rows.getType());
     Value a = b.create<tg::AbsOp>(loc, t, rows);
     Value r;
@@ -581,7 +401,7 @@ bool Importer::importRowOp(const SegmentNode &node) {
     finish(r, node.outputs[0]);
     return true;
   }
-  if (q == "aten::_softmax" || q == "aten::_log_softmax") {
+  case Lowering::Softmax: {
     int64_t dim = node.args[1].i < 0 ? node.args[1].i + rank : node.args[1].i;
     RankedTensorType out = typeOf(node.outputs[0]);
     Type elt = out.getElementType();
@@ -591,7 +411,7 @@ bool Importer::importRowOp(const SegmentNode &node) {
     Value shifted = b.create<tg::SubOp>(loc, t, in, bcast(reduce(in, "max", 1), t));
     Value e = b.create<tg::ExpOp>(loc, t, shifted);
     Value sum = bcast(reduce(e, "sum", 1), t);
-    Value r = q == "aten::_softmax"
+    Value r = variant == "softmax"
                   ? Value(b.create<tg::DivOp>(loc, t, e, sum))
                   : Value(b.create<tg::SubOp>(loc, t, shifted, b.create<tg::LogOp>(loc, t, sum)));
     if (dim == rank - 1) {
@@ -601,9 +421,14 @@ bool Importer::importRowOp(const SegmentNode &node) {
     fromRows(r, {dim}, node.outputs[0]);
     return true;
   }
-  bool evalNativeBn = q == "aten::native_batch_norm" && node.args.size() == 8 &&
-                      node.args[5].kind == ArgValue::Bool && !node.args[5].b;
-  if (q == "aten::_native_batch_norm_legit_no_training" || evalNativeBn) {
+  case Lowering::BatchNorm:
+  case Lowering::BatchNormInference: {
+    // Training forms were lowered before (importBatchNormTraining); the eval
+    // form of native_batch_norm (variant "eval") is the inference one.
+    bool evalNativeBn = variant == "eval" && node.args.size() == 8 &&
+                        node.args[5].kind == ArgValue::Bool && !node.args[5].b;
+    if (info.lowering == Lowering::BatchNorm && !evalNativeBn)
+      return false;
     double epsilon = node.args[evalNativeBn ? 7 : 6].d;
     // Inference batch norm is pointwise: per-channel statistics (dim 1)
     // broadcast over the rest. Half types compute in float, as ATen does.
@@ -644,8 +469,10 @@ bool Importer::importRowOp(const SegmentNode &node) {
     }
     return true;
   }
-  if (q == "aten::native_dropout" && node.outputs.size() == 2 && node.args.size() >= 3 &&
-      node.args[2].kind == ArgValue::Bool && node.args[2].b && isa<FloatType>(xt.getElementType())) {
+  case Lowering::Dropout: {
+    if (node.outputs.size() != 2 || node.args.size() < 3 || node.args[2].kind != ArgValue::Bool ||
+        !node.args[2].b || !isa<FloatType>(xt.getElementType()))
+      return false;
     // keep = uniform >= p (probability 1 - p); out = keep ? x / (1 - p) : 0.
     // The seed is drawn per call from ATen's default generator by an ATen
     // randint step, so manual_seed makes the result reproducible.
@@ -662,7 +489,7 @@ bool Importer::importRowOp(const SegmentNode &node) {
     finish(keep, node.outputs[1]);
     return true;
   }
-  if (q == "aten::native_layer_norm") {
+  case Lowering::LayerNorm: {
     int64_t count = node.args[1].ints.size();
     if (count < 1 || count > rank || !isa<FloatType>(xt.getElementType()))
       return false;
@@ -688,7 +515,9 @@ bool Importer::importRowOp(const SegmentNode &node) {
     finish(rstd, node.outputs[2]);
     return true;
   }
-  return false;
+  default:
+    return false;
+  }
 }
 
 } // namespace tgc::detail

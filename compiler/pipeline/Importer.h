@@ -2,7 +2,8 @@
 //
 // Internal to compiler/pipeline: Import.cpp (driver, pointwise, extern,
 // functionalization), ImportLayout.cpp (views and layout ops),
-// ImportRows.cpp (reductions, norms, composites) and ImportIndexing.cpp
+// ImportRows.cpp (reductions, norms), ImportComposites.cpp (pointwise ops
+// built from several tg ops) and ImportIndexing.cpp
 // (gather, index_select, embedding, indexing, scatter_add, cat, pad) each
 // define part of it.
 //
@@ -10,6 +11,7 @@
 #ifndef TGC_COMPILER_PIPELINE_IMPORTER_H
 #define TGC_COMPILER_PIPELINE_IMPORTER_H
 
+#include "compiler/ops/OpRegistry.h"
 #include "compiler/pipeline/Import.h"
 #include "dialects/TG/IR/TGOps.h"
 #include "mlir/IR/Builders.h"
@@ -52,25 +54,37 @@ private:
   void setStrides(Operation *op, int id);
   /// Operand `a` as a tensor of `type` (cast, then broadcast).
   FailureOr<Value> operand(const ArgValue &a, RankedTensorType type);
-  LogicalResult importPointwise(const SegmentNode &node);
-  /// Reductions, softmax and layer_norm over trailing dims; returns false
-  /// (nothing built) when the node has another form (then it is extern).
-  bool importRowOp(const SegmentNode &node);
-  /// Pointwise ops built from several tg ops (comparisons, where, clamp,
-  /// silu, softplus, ...); false when the node has another form.
-  bool importComposite(const SegmentNode &node);
+  /// Builds `node` by its registry row's lowering; false (nothing built)
+  /// when the node has a form the lowering does not cover (then it is an
+  /// ATen call).
+  bool lower(const SegmentNode &node, const ops::OpInfo &info);
+  /// One tg pointwise op named by the registry (and alpha, gelu's mode).
+  LogicalResult importPointwise(const SegmentNode &node, const ops::OpInfo &info);
+  /// Reductions, softmax, norms, batch norm and dropout (ImportRows.cpp).
+  bool importRowOp(const SegmentNode &node, const ops::OpInfo &info);
+  /// Pointwise ops built from several tg ops: comparisons, selections,
+  /// factories, casts, activations (ImportComposites.cpp).
+  bool importComposite(const SegmentNode &node, const ops::OpInfo &info);
+  Value compare(Value l, Value r, StringRef pred);
+  /// Argument `a` broadcast to `like`'s shape as `elt` elements; null on failure.
+  Value operandAs(const ArgValue &a, RankedTensorType like, Type elt);
+  Value triangle(const SegmentNode &node, RankedTensorType out, StringRef keepWhere);
+  Value arange(const SegmentNode &node, RankedTensorType out, StringRef form);
+  Value fill(const SegmentNode &node, RankedTensorType out, StringRef value);
+  Value activation(const SegmentNode &node, const ops::OpInfo &info, Value x,
+                   RankedTensorType out);
   /// ATen view ops (and flip) as tg.remap; false for other forms.
-  bool importLayout(const SegmentNode &node);
+  bool importLayout(const SegmentNode &node, const ops::OpInfo &info);
   Value remap(Value x, RankedTensorType to, AffineMap map);
   /// embedding, index_select, gather, index.Tensor, scatter_add, cat,
   /// stack and constant_pad_nd (ImportIndexing.cpp); false for other forms.
-  bool importIndexing(const SegmentNode &node);
+  bool importIndexing(const SegmentNode &node, const ops::OpInfo &info);
   bool importEmbedding(const SegmentNode &node);
   bool importIndexSelect(const SegmentNode &node);
   bool importGather(const SegmentNode &node);
   bool importAdvancedIndex(const SegmentNode &node);
   bool importScatterAdd(const SegmentNode &node);
-  bool importConcat(const SegmentNode &node);
+  bool importConcat(const SegmentNode &node, bool isStack);
   bool importConstantPad(const SegmentNode &node);
   /// Index tensor `v` read at every position of `to` through `map`.
   Value indexAt(Value v, RankedTensorType to, AffineMap map);
@@ -83,7 +97,7 @@ private:
   /// A 0-d i64 seed drawn from ATen's default generator at each call.
   Value drawSeed();
   /// split / split_with_sizes / unbind: one slice or select remap per part.
-  bool importSplit(const SegmentNode &node);
+  bool importSplit(const SegmentNode &node, bool unbind);
   Type computeTypeOf(ArrayRef<const ArgValue *> args);
   Value reduce(Value x, StringRef kind, int64_t count);
   /// `x` with the dims `dims` (all when empty) moved last, in order, by a

@@ -1,6 +1,8 @@
 //===- Partition.cpp - min-cut split of a joint graph ---------------------===//
 #include "compiler/training/Partition.h"
 
+#include "compiler/ops/OpRegistry.h"
+
 #include "runtime/MemoryPlan.h"
 
 #include <algorithm>
@@ -144,27 +146,8 @@ std::vector<size_t> ancestors(const Segment &s, const std::vector<int> &producer
 
 } // namespace
 
-bool isRecomputable(const std::string &op, bool mutates) {
-  static const std::set<std::string> cheap = {
-      // pointwise
-      "aten::add", "aten::sub", "aten::mul", "aten::div", "aten::neg", "aten::relu", "aten::exp",
-      "aten::log", "aten::log1p", "aten::expm1", "aten::tanh", "aten::sigmoid", "aten::sqrt",
-      "aten::rsqrt", "aten::abs", "aten::erf", "aten::sin", "aten::cos", "aten::pow",
-      "aten::maximum", "aten::minimum", "aten::clamp", "aten::clamp_min", "aten::clamp_max",
-      "aten::where", "aten::masked_fill", "aten::gelu", "aten::silu", "aten::mish",
-      "aten::softplus", "aten::leaky_relu", "aten::hardtanh", "aten::reciprocal", "aten::eq",
-      "aten::ne", "aten::lt", "aten::le", "aten::gt", "aten::ge", "aten::logical_not",
-      "aten::logical_and", "aten::logical_or", "aten::floor", "aten::ceil", "aten::round",
-      "aten::trunc", "aten::sign", "aten::_to_copy", "aten::clone", "aten::fill",
-      // factories
-      "aten::zeros_like", "aten::ones_like", "aten::full_like", "aten::scalar_tensor",
-      "aten::zeros", "aten::ones", "aten::full", "aten::arange", "aten::triu", "aten::tril",
-      // views
-      "aten::view", "aten::_unsafe_view", "aten::reshape", "aten::_reshape_alias", "aten::alias",
-      "aten::detach", "aten::expand", "aten::permute", "aten::transpose", "aten::t",
-      "aten::unsqueeze", "aten::squeeze", "aten::slice", "aten::select", "aten::split",
-      "aten::split_with_sizes", "aten::unbind", "aten::lift_fresh"};
-  return !mutates && cheap.count(op);
+bool isRecomputable(const SegmentNode &n) {
+  return !n.mutates && ops::recomputeOf(n.op, n.overload) == ops::Recompute::Cheap;
 }
 
 namespace {
@@ -235,7 +218,7 @@ std::vector<bool> Partitioner::sourceSideOfMinCut(const std::set<int> &needed) c
     cut.edge(S, 2 * v, kInf);
   for (size_t i = 0; i < nf; ++i) {
     const SegmentNode &n = j.nodes[i];
-    bool cheap = isRecomputable(n.op, n.mutates);
+    bool cheap = isRecomputable(n);
     for (int o : n.outputs) {
       if (o < 0 || producer[o] != (int)i)
         continue;

@@ -30,9 +30,9 @@ struct TrainingPartition {
 /// Splits `g` into a forward and a backward segment.
 TrainingPartition partitionJoint(const JointGraph &g);
 
-/// Whether the backward may compute op `qualified` ("aten::mul.Tensor")
-/// again instead of loading its saved result.
-bool isRecomputable(const std::string &op, bool mutates);
+/// Whether the backward may compute node `n` again instead of loading its
+/// saved result: the op registry's recompute class, never for a write.
+bool isRecomputable(const SegmentNode &n);
 
 } // namespace tgc
 

@@ -7,6 +7,8 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Pass/Pass.h"
 
+#include <optional>
+
 namespace tgc {
 
 #define GEN_PASS_DECL
@@ -14,6 +16,15 @@ namespace tgc {
 
 #define GEN_PASS_REGISTRATION
 #include "passes/Passes.h.inc"
+
+/// The targets of tgc's pass pipeline.
+enum class PipelineTarget { Cpu, Cuda };
+/// "cpu" or "cuda"; nullopt for anything else.
+std::optional<PipelineTarget> parsePipelineTarget(llvm::StringRef name);
+/// Appends tgc's pipeline for `target` to `pm` (anchored on the module).
+void buildTgcPipeline(mlir::OpPassManager &pm, PipelineTarget target);
+/// Registers `--tgc-pipeline=cpu|cuda` for tgc-opt.
+void registerTgcPipelines();
 
 /// The strides of the buffer holding `v` once materialized: a function
 /// argument's `tg.strides`, a producer's `tg.strides`/`result_strides`, or

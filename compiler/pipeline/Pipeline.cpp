@@ -278,19 +278,8 @@ PipelineResult runPipeline(const Segment &segment) {
   result.importedIR = printOp(*module);
 
   PassManager pm(&ctx);
-  OpPassManager &fpm = pm.nest<func::FuncOp>();
-  fpm.addPass(createDecompose());
-  fpm.addPass(createCanonicalizerPass());
-  fpm.addPass(createCSEPass());
-  fpm.addPass(createSplitEpilogues());
-  // One block per row on CUDA: long rows over few rows are cut into chunks.
-  if (segment.device.rfind("cuda", 0) == 0)
-    fpm.addPass(createSplitReductions());
-  fpm.addPass(createPushRemaps());
-  fpm.addPass(createFuseRows());
-  fpm.addPass(createFusePointwise());
-  fpm.addPass(createFuseHorizontal());
-  fpm.addPass(createSchedule());
+  buildTgcPipeline(pm, segment.device.rfind("cuda", 0) == 0 ? PipelineTarget::Cuda
+                                                             : PipelineTarget::Cpu);
   if (failed(pm.run(*module))) {
     result.error = "pass pipeline failed: " + diagnostics;
     return result;

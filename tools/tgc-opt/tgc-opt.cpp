@@ -15,6 +15,7 @@ int main(int argc, char **argv) {
                   mlir::func::FuncDialect, mlir::arith::ArithDialect,
                   mlir::math::MathDialect>();
   tgc::registerTGCPasses();
+  tgc::registerTgcPipelines();
   mlir::registerCanonicalizerPass();
   mlir::registerCSEPass();
   return mlir::asMainReturnCode(

@@ -1,7 +1,14 @@
 //===- Decompose.cpp - composite tg ops into primitive ones ---------------===//
+//
+// One rewrite pattern per composite op (gelu, silu, softmax, pow by a small
+// constant exponent), each with its lit case in tests/lit/passes/decompose.mlir.
+//
+//===----------------------------------------------------------------------===//
 #include "passes/Passes.h"
 
 #include "mlir/IR/Builders.h"
+#include "mlir/IR/PatternMatch.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
 #include <cmath>
 
@@ -27,62 +34,124 @@ std::optional<double> splatNumber(Value v) {
   return std::nullopt;
 }
 
-struct DecomposePass : public tgc::impl::DecomposeBase<DecomposePass> {
-  Value splat(OpBuilder &b, Location loc, RankedTensorType t, double v) {
-    auto t0 = RankedTensorType::get({}, t.getElementType());
-    Value c = b.create<tg::ConstantOp>(loc, DenseElementsAttr::get(t0, b.getFloatAttr(t.getElementType(), v)));
-    return b.create<tg::BroadcastOp>(loc, t, c);
-  }
+/// A 0-d constant `v` broadcast to `t` (float element type).
+Value splat(OpBuilder &b, Location loc, RankedTensorType t, double v) {
+  auto t0 = RankedTensorType::get({}, t.getElementType());
+  Value c = b.create<tg::ConstantOp>(
+      loc, DenseElementsAttr::get(t0, b.getFloatAttr(t.getElementType(), v)));
+  return b.create<tg::BroadcastOp>(loc, t, c);
+}
 
-  void runOnOperation() override {
-    SmallVector<Operation *> todo;
-    getOperation().walk([&](Operation *op) {
-      if (isa<tg::GeluOp, tg::PowOp>(op))
-        todo.push_back(op);
-    });
-    for (Operation *op : todo) {
-      OpBuilder b(op);
-      Location loc = op->getLoc();
-      auto t = cast<RankedTensorType>(op->getResult(0).getType());
-      Value r;
-      if (auto g = dyn_cast<tg::GeluOp>(op)) {
-        Value x = g.getInput();
-        Value inner;
-        if (g.getApproximate() == "tanh") {
-          // 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
-          Value x3 = b.create<tg::MulOp>(loc, t, x, b.create<tg::MulOp>(loc, t, x, x));
-          Value poly = b.create<tg::AddOp>(loc, t, x, b.create<tg::MulOp>(loc, t, x3, splat(b, loc, t, 0.044715)));
-          inner = b.create<tg::TanhOp>(loc, t, b.create<tg::MulOp>(loc, t, poly, splat(b, loc, t, std::sqrt(2.0 / M_PI))));
-        } else {
-          // 0.5 x (1 + erf(x / sqrt(2)))
-          inner = b.create<tg::ErfOp>(loc, t, b.create<tg::MulOp>(loc, t, x, splat(b, loc, t, M_SQRT1_2)));
-        }
-        Value hx = b.create<tg::MulOp>(loc, t, x, splat(b, loc, t, 0.5));
-        r = b.create<tg::MulOp>(loc, t, hx, b.create<tg::AddOp>(loc, t, inner, splat(b, loc, t, 1.0)));
-      } else {
-        auto p = cast<tg::PowOp>(op);
-        auto e = splatNumber(p.getRhs());
-        if (!e)
-          continue;
-        Value x = p.getLhs();
-        if (*e == 1.0)
-          r = x;
-        else if (*e == 2.0)
-          r = b.create<tg::MulOp>(loc, t, x, x);
-        else if (*e == 3.0)
-          r = b.create<tg::MulOp>(loc, t, x, b.create<tg::MulOp>(loc, t, x, x));
-        else if (*e == 0.5)
-          r = b.create<tg::SqrtOp>(loc, t, x);
-        else if (*e == -0.5)
-          r = b.create<tg::RsqrtOp>(loc, t, x);
-        else if (*e == -1.0)
-          r = b.create<tg::DivOp>(loc, t, splat(b, loc, t, 1.0), x);
-        else
-          continue; // powf keeps the general case exact
-      }
-      op->getResult(0).replaceAllUsesWith(r);
-      op->erase();
+/// Replaces composite `op` with `r`, the last op of its decomposition, which
+/// inherits the layout import gave the result (`tg.strides`, eager's).
+void replaceComposite(PatternRewriter &b, Operation *op, Value r) {
+  if (Attribute strides = op->getAttr("tg.strides"))
+    if (Operation *def = r.getDefiningOp(); def && !def->hasAttr("tg.strides"))
+      def->setAttr("tg.strides", strides);
+  b.replaceOp(op, r);
+}
+
+/// gelu(x) = 0.5 x (1 + erf(x / sqrt(2))), or with approximate = "tanh"
+/// 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))).
+struct DecomposeGelu : OpRewritePattern<tg::GeluOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(tg::GeluOp g, PatternRewriter &b) const override {
+    Location loc = g.getLoc();
+    auto t = cast<RankedTensorType>(g.getType());
+    Value x = g.getInput();
+    Value inner;
+    if (g.getApproximate() == "tanh") {
+      Value x3 = b.create<tg::MulOp>(loc, t, x, b.create<tg::MulOp>(loc, t, x, x));
+      Value poly = b.create<tg::AddOp>(loc, t, x,
+                                       b.create<tg::MulOp>(loc, t, x3, splat(b, loc, t, 0.044715)));
+      inner = b.create<tg::TanhOp>(
+          loc, t, b.create<tg::MulOp>(loc, t, poly, splat(b, loc, t, std::sqrt(2.0 / M_PI))));
+    } else {
+      inner = b.create<tg::ErfOp>(loc, t, b.create<tg::MulOp>(loc, t, x, splat(b, loc, t, M_SQRT1_2)));
     }
+    Value hx = b.create<tg::MulOp>(loc, t, x, splat(b, loc, t, 0.5));
+    replaceComposite(b, g,
+                     b.create<tg::MulOp>(loc, t, hx,
+                                         b.create<tg::AddOp>(loc, t, inner, splat(b, loc, t, 1.0))));
+    return success();
+  }
+};
+
+/// silu(x) = x * sigmoid(x).
+struct DecomposeSilu : OpRewritePattern<tg::SiluOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(tg::SiluOp s, PatternRewriter &b) const override {
+    Value x = s.getInput();
+    Value sig = b.create<tg::SigmoidOp>(s.getLoc(), s.getType(), x);
+    replaceComposite(b, s, b.create<tg::MulOp>(s.getLoc(), s.getType(), x, sig));
+    return success();
+  }
+};
+
+/// softmax(x) = e / sum(e) with e = exp(x - max(x)) over the last dim;
+/// log_softmax(x) = (x - max(x)) - log(sum(e)).
+struct DecomposeSoftmax : OpRewritePattern<tg::SoftmaxOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(tg::SoftmaxOp s, PatternRewriter &b) const override {
+    Location loc = s.getLoc();
+    auto t = cast<RankedTensorType>(s.getType());
+    SmallVector<int64_t> kept(t.getShape());
+    kept.back() = 1;
+    auto rowType = RankedTensorType::get(kept, t.getElementType());
+    auto reduce = [&](Value v, StringRef kind) -> Value {
+      Value r = b.create<tg::ReduceOp>(loc, rowType, v, b.getStringAttr(kind), b.getI64IntegerAttr(1));
+      return b.create<tg::BroadcastOp>(loc, t, r);
+    };
+    Value x = s.getInput();
+    Value shifted = b.create<tg::SubOp>(loc, t, x, reduce(x, "max"));
+    Value e = b.create<tg::ExpOp>(loc, t, shifted);
+    Value sum = reduce(e, "sum");
+    Value r = s.getLog() ? Value(b.create<tg::SubOp>(loc, t, shifted, b.create<tg::LogOp>(loc, t, sum)))
+                         : Value(b.create<tg::DivOp>(loc, t, e, sum));
+    replaceComposite(b, s, r);
+    return success();
+  }
+};
+
+/// pow by a splat constant exponent of 1, 2, 3, 0.5, -0.5 or -1 becomes
+/// multiplications, sqrt, rsqrt or a division; other exponents stay pow.
+struct DecomposePow : OpRewritePattern<tg::PowOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(tg::PowOp p, PatternRewriter &b) const override {
+    std::optional<double> e = splatNumber(p.getRhs());
+    if (!e)
+      return failure();
+    Location loc = p.getLoc();
+    auto t = cast<RankedTensorType>(p.getType());
+    Value x = p.getLhs();
+    Value r;
+    if (*e == 1.0)
+      r = x;
+    else if (*e == 2.0)
+      r = b.create<tg::MulOp>(loc, t, x, x);
+    else if (*e == 3.0)
+      r = b.create<tg::MulOp>(loc, t, x, b.create<tg::MulOp>(loc, t, x, x));
+    else if (*e == 0.5)
+      r = b.create<tg::SqrtOp>(loc, t, x);
+    else if (*e == -0.5)
+      r = b.create<tg::RsqrtOp>(loc, t, x);
+    else if (*e == -1.0)
+      r = b.create<tg::DivOp>(loc, t, splat(b, loc, t, 1.0), x);
+    else
+      return failure(); // powf keeps the general case exact
+    replaceComposite(b, p, r);
+    return success();
+  }
+};
+
+struct DecomposePass : public tgc::impl::DecomposeBase<DecomposePass> {
+  void runOnOperation() override {
+    RewritePatternSet patterns(&getContext());
+    patterns.add<DecomposeGelu, DecomposeSilu, DecomposeSoftmax, DecomposePow>(&getContext());
+    GreedyRewriteConfig config;
+    config.enableRegionSimplification = GreedySimplifyRegionLevel::Disabled;
+    if (failed(applyPatternsAndFoldGreedily(getOperation(), std::move(patterns), config)))
+      return signalPassFailure();
     eraseDeadLayoutOps(getOperation());
   }
 };

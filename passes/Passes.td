@@ -46,21 +46,34 @@ def PushRemaps : Pass<"tg-push-remaps", "::mlir::func::FuncOp"> {
 def Decompose : Pass<"tg-decompose", "::mlir::func::FuncOp"> {
   let summary = "Rewrite composite `tg` ops into primitive ones";
   let description = [{
-    `tg.gelu` becomes its formula in `tg` ops (erf form, or the tanh
-    approximation), so CSE can share `x * x` and the scaled input with
-    neighbouring ops; `tg.pow` by a splat constant exponent of 1, 2, 3, 0.5,
-    -0.5 or -1 becomes multiplications, `tg.sqrt`, `tg.rsqrt` or a division
-    (exact, and far cheaper than `powf`). Other exponents stay `tg.pow`.
+    One rewrite pattern per composite op, so each decomposition is tested
+    on its own (tests/lit/passes/decompose.mlir) and import only says which
+    composite an ATen op is (the op registry's row):
+
+    - `tg.gelu` becomes its formula (erf form, or the tanh approximation),
+      so CSE can share `x * x` and the scaled input with neighbouring ops;
+    - `tg.silu` becomes `x * sigmoid(x)`;
+    - `tg.softmax` becomes `tg.reduce` max, a shift, `tg.exp`, `tg.reduce`
+      sum and a division (or, with `log = true`, the shifted value minus
+      the log of the sum), which `tg-fuse-rows` makes one row kernel;
+    - `tg.pow` by a splat constant exponent of 1, 2, 3, 0.5, -0.5 or -1
+      becomes multiplications, `tg.sqrt`, `tg.rsqrt` or a division (exact,
+      and far cheaper than `powf`). Other exponents stay `tg.pow`.
 
     ```
     %y = tg.pow %x, (broadcast 3.0)
       =>
     %s = tg.mul %x, %x; %y = tg.mul %x, %s
+
+    %y = tg.softmax %x : tensor<4x8xf32>
+      =>
+    %m = tg.reduce %x {kind = "max", count = 1}; %d = tg.sub %x, (broadcast %m)
+    %e = tg.exp %d; %s = tg.reduce %e {kind = "sum", count = 1}; %y = tg.div %e, (broadcast %s)
     ```
 
-    Import already expresses softmax, layer_norm, var/std, logsumexp and
-    norms in `tg.reduce` and pointwise ops, so this pass only sees the
-    composite pointwise ops the dialect keeps for readability.
+    Import still builds layer_norm, batch norm, var/std, logsumexp and
+    norms from `tg.reduce` and pointwise ops itself (see the op registry's
+    lowerings); they move here as they get `tg` ops of their own.
   }];
 }
 

@@ -100,7 +100,7 @@ const std::vector<OpInfo> &table() {
       row("aten::bitwise_not", L::BitwiseNot),
       // --- Activations -----------------------------------------------------
       row("aten::gelu", L::Gelu).cheap().floats().note("approximate = none or tanh"),
-      row("aten::silu", L::Silu).cheap().floats(),
+      pointwise("aten::silu", "tg.silu", 1).floats().note("decomposed by `tg-decompose`"),
       row("aten::clamp", L::Clamp, "both").cheap().floats(),
       row("aten::clamp_min", L::Clamp, "lo").cheap().floats(),
       row("aten::clamp_max", L::Clamp, "hi").cheap().floats(),

@@ -31,7 +31,6 @@ namespace tgc::ops {
     "promotion made explicit (`tg.broadcast`, `tg.cast`)")                                   \
   X(PointwiseAlpha, "tg pointwise", "add/sub whose second operand is scaled by alpha")      \
   X(Gelu, "tg.gelu", "decomposed by `tg-decompose` (erf form or the tanh approximation)")   \
-  X(Silu, "tg.sigmoid, tg.mul", "x * sigmoid(x)")                                           \
   X(Compare, "tg.compare", "predicate in the variant; ATen promotion; `ne` is true for NaN") \
   X(Cast, "tg.cast", "a dtype change on the same device; float->int truncates, x->bool is " \
     "x != 0; a same-type copy stays an ATen call")                                          \
@@ -71,8 +70,8 @@ namespace tgc::ops {
   X(Moments, "one row kernel", "mean and centered sum of squares (var, std, *_mean)")       \
   X(LogSumExp, "one row kernel", "infinite maxima shifted by 0, as ATen does")              \
   X(VectorNorm, "one row kernel", "p = 0, 1, 2, inf, -inf, other")                          \
-  X(Softmax, "one tgk.row_kernel", "max, exp, sum in one kernel per row; over another dim " \
-    "the row space has that dim last")                                                      \
+  X(Softmax, "tg.softmax -> one tgk.row_kernel", "decomposed by `tg-decompose` into max, "  \
+    "exp, sum, one kernel per row; over another dim the row space has that dim last")       \
   X(LayerNorm, "one tgk.row_kernel", "also produces mean and rstd")                         \
   X(BatchNorm, "pointwise (eval) or one row kernel per channel (training)",                 \
     "eval (variant \"eval\"): as BatchNormInference; training: biased statistics, running " \

@@ -447,7 +447,7 @@ bool Importer::lower(const SegmentNode &node, const ops::OpInfo &info) {
   case Lowering::Compare: case Lowering::Cast: case Lowering::Triangle: case Lowering::Arange:
   case Lowering::Fill: case Lowering::Where: case Lowering::MaskedFill:
   case Lowering::BitwiseNot: case Lowering::Remainder: case Lowering::LogicalNot:
-  case Lowering::Clamp: case Lowering::Silu: case Lowering::Reciprocal:
+  case Lowering::Clamp: case Lowering::Reciprocal:
   case Lowering::LeakyRelu: case Lowering::Softplus: case Lowering::Mish:
   case Lowering::PowScalar:
     return importComposite(node, info);

@@ -182,8 +182,6 @@ Value Importer::activation(const SegmentNode &node, const ops::OpInfo &info, Val
       x = b.create<tg::MinimumOp>(loc, out, x, operandAs(*hi, out, elt));
     return x;
   }
-  case Lowering::Silu:
-    return b.create<tg::MulOp>(loc, out, x, b.create<tg::SigmoidOp>(loc, out, x));
   case Lowering::Reciprocal:
     return b.create<tg::DivOp>(loc, out, num(1.0), x);
   case Lowering::LeakyRelu: {

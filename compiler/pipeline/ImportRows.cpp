@@ -407,13 +407,7 @@ bool Importer::importRowOp(const SegmentNode &node, const ops::OpInfo &info) {
     Type elt = out.getElementType();
     // Over another dim, the row space has `dim` moved last (a remap).
     Value in = toRows(castTo(x, elt), {dim}).first;
-    auto t = cast<RankedTensorType>(in.getType());
-    Value shifted = b.create<tg::SubOp>(loc, t, in, bcast(reduce(in, "max", 1), t));
-    Value e = b.create<tg::ExpOp>(loc, t, shifted);
-    Value sum = bcast(reduce(e, "sum", 1), t);
-    Value r = variant == "softmax"
-                  ? Value(b.create<tg::DivOp>(loc, t, e, sum))
-                  : Value(b.create<tg::SubOp>(loc, t, shifted, b.create<tg::LogOp>(loc, t, sum)));
+    Value r = b.create<tg::SoftmaxOp>(loc, in.getType(), in, b.getBoolAttr(variant == "log_softmax"));
     if (dim == rank - 1) {
       finish(r, node.outputs[0]);
       return true;

@@ -27,7 +27,7 @@ static bool isFloatOp(Operation *op) {
 /// Ops that only make sense on floating-point tensors (import promotes
 /// integer inputs of `div`, `exp` etc. to the default float type first).
 static bool isFloatOnly(Operation *op) {
-  return isa<DivOp, ExpOp, LogOp, TanhOp, SigmoidOp, SqrtOp, RsqrtOp, ErfOp,
+  return isa<DivOp, ExpOp, LogOp, TanhOp, SigmoidOp, SiluOp, SqrtOp, RsqrtOp, ErfOp,
              GeluOp, Log1pOp, Expm1Op, SinOp, CosOp, PowOp, FloorOp, CeilOp, RoundOp,
              TruncOp, RemOp>(op);
 }
@@ -59,6 +59,7 @@ static Value zeroOf(OpBuilder &b, Location loc, Type t) {
 #define TG_POINTWISE_VERIFY(OP)                                                \
   LogicalResult OP::verify() { return verifyPointwise(getOperation()); }
 TG_POINTWISE_VERIFY(AddOp)
+TG_POINTWISE_VERIFY(SiluOp)
 TG_POINTWISE_VERIFY(SubOp)
 TG_POINTWISE_VERIFY(MulOp)
 TG_POINTWISE_VERIFY(DivOp)
@@ -297,6 +298,13 @@ Value SigmoidOp::buildScalar(OpBuilder &b, Location loc, ValueRange v) {
   Value e = b.create<math::ExpOp>(loc, b.create<arith::NegFOp>(loc, v[0]));
   Value one = floatConst(b, loc, t, 1.0);
   return b.create<arith::DivFOp>(loc, one, b.create<arith::AddFOp>(loc, one, e));
+}
+
+Value SiluOp::buildScalar(OpBuilder &b, Location loc, ValueRange v) {
+  Type t = v[0].getType();
+  Value e = b.create<math::ExpOp>(loc, b.create<arith::NegFOp>(loc, v[0]));
+  Value one = floatConst(b, loc, t, 1.0);
+  return b.create<arith::DivFOp>(loc, v[0], b.create<arith::AddFOp>(loc, one, e));
 }
 
 Value GeluOp::buildScalar(OpBuilder &b, Location loc, ValueRange v) {
@@ -543,6 +551,15 @@ LogicalResult ReduceOp::verify() {
     if (out.getDimSize(d) != want)
       return emitOpError("result dimension ") << d << " must be " << want;
   }
+  return success();
+}
+
+LogicalResult SoftmaxOp::verify() {
+  auto t = cast<RankedTensorType>(getInput().getType());
+  if (!isa<FloatType>(t.getElementType()))
+    return emitOpError("requires a floating-point element type, got ") << t.getElementType();
+  if (t.getRank() < 1)
+    return emitOpError("requires a tensor of rank 1 or more (its last dimension is the row)");
   return success();
 }
 

@@ -188,6 +188,8 @@ def TG_SelectOp : TG_Op<"select", [Pure, Elementwise, SameOperandsAndResultShape
   let hasVerifier = 1;
 }
 def TG_ErfOp : TG_UnaryOp<"erf", "the error function">;
+def TG_SiluOp : TG_UnaryOp<"silu",
+    "x * sigmoid(x) (SiLU, swish); `tg-decompose` rewrites it into `tg.mul` and `tg.sigmoid`">;
 
 def TG_GeluOp : TG_PointwiseOp<"gelu", 1> {
   let summary = "elementwise GELU";
@@ -461,6 +463,27 @@ def TG_ReduceOp : TG_Op<"reduce", [Pure]> {
   let arguments = (ins TG_StaticTensor:$input, StrAttr:$kind, I64Attr:$count);
   let results = (outs TG_StaticTensor:$result);
   let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+def TG_SoftmaxOp : TG_Op<"softmax", [Pure, SameOperandsAndResultType]> {
+  let summary = "softmax or log_softmax over the last dimension";
+  let description = [{
+    `exp(x - max) / sum(exp(x - max))` over the last dimension, or with
+    `log = true` its logarithm `(x - max) - log(sum(exp(x - max)))`, as
+    ATen's `_softmax` / `_log_softmax` compute them. Import moves the
+    softmax dimension last (a `tg.remap`) and back; `tg-decompose` rewrites
+    the op into `tg.reduce` and pointwise ops, which `tg-fuse-rows` makes
+    one row kernel.
+
+    ```mlir
+    %y = tg.softmax %x : tensor<4x8xf32>
+    %l = tg.softmax %x {log = true} : tensor<4x8xf32>
+    ```
+  }];
+  let arguments = (ins TG_StaticTensor:$input, DefaultValuedAttr<BoolAttr, "false">:$log);
+  let results = (outs TG_StaticTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($result)";
   let hasVerifier = 1;
 }
 

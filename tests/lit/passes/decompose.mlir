@@ -32,3 +32,52 @@ func.func @gelu(%x: tensor<4xf32>) -> tensor<4xf32> {
   %y = tg.gelu %x {approximate = "none"} : tensor<4xf32>
   return %y : tensor<4xf32>
 }
+
+// -----
+
+// Tests that silu becomes x * sigmoid(x) and keeps the layout import gave it.
+// CHECK-LABEL: func.func @silu
+// CHECK-NOT: tg.silu
+// CHECK: %[[S:.*]] = tg.sigmoid %arg0 : tensor<4x8xf32>
+// CHECK: %[[M:.*]] = tg.mul %arg0, %[[S]] {tg.strides = array<i64: 1, 4>} : tensor<4x8xf32>
+// CHECK: return %[[M]]
+func.func @silu(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  %y = tg.silu %x {tg.strides = array<i64: 1, 4>} : tensor<4x8xf32>
+  return %y : tensor<4x8xf32>
+}
+
+// -----
+
+// Tests that softmax over the last dim becomes max, shift, exp, sum and a
+// division, the row values broadcast back over the row.
+// CHECK-LABEL: func.func @softmax
+// CHECK-NOT: tg.softmax
+// CHECK: %[[MAX:.*]] = tg.reduce %arg0 {count = 1 : i64, kind = "max"} : tensor<4x8xf32> -> tensor<4x1xf32>
+// CHECK: %[[BM:.*]] = tg.broadcast %[[MAX]] : tensor<4x1xf32> -> tensor<4x8xf32>
+// CHECK: %[[D:.*]] = tg.sub %arg0, %[[BM]]
+// CHECK: %[[E:.*]] = tg.exp %[[D]]
+// CHECK: %[[SUM:.*]] = tg.reduce %[[E]] {count = 1 : i64, kind = "sum"}
+// CHECK: %[[BS:.*]] = tg.broadcast %[[SUM]]
+// CHECK: %[[R:.*]] = tg.div %[[E]], %[[BS]]
+// CHECK: return %[[R]]
+func.func @softmax(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  %y = tg.softmax %x : tensor<4x8xf32>
+  return %y : tensor<4x8xf32>
+}
+
+// -----
+
+// Tests that log_softmax is the shifted value minus the log of the row sum.
+// CHECK-LABEL: func.func @log_softmax
+// CHECK: %[[MAX:.*]] = tg.reduce %arg0 {count = 1 : i64, kind = "max"}
+// CHECK: %[[D:.*]] = tg.sub %arg0, %{{.*}}
+// CHECK: %[[E:.*]] = tg.exp %[[D]]
+// CHECK: %[[SUM:.*]] = tg.reduce %[[E]] {count = 1 : i64, kind = "sum"}
+// CHECK: %[[BS:.*]] = tg.broadcast %[[SUM]]
+// CHECK: %[[L:.*]] = tg.log %[[BS]]
+// CHECK: %[[R:.*]] = tg.sub %[[D]], %[[L]]
+// CHECK: return %[[R]]
+func.func @log_softmax(%x: tensor<2x3x5xf64>) -> tensor<2x3x5xf64> {
+  %y = tg.softmax %x {log = true} : tensor<2x3x5xf64>
+  return %y : tensor<2x3x5xf64>
+}

@@ -141,3 +141,30 @@ func.func @scatter_shape(%s: tensor<5x3xf32>, %i: tensor<8x4xi64>, %src: tensor<
   %r = tg.scatter_add %s, %i, %src {dim = 0 : i64} : (tensor<5x3xf32>, tensor<8x4xi64>, tensor<8x4xf32>) -> tensor<5x3xf32>
   return %r : tensor<5x3xf32>
 }
+
+// -----
+
+// Tests that softmax rejects integer tensors.
+func.func @softmax_int(%a: tensor<4x8xi32>) -> tensor<4x8xi32> {
+  // expected-error @+1 {{requires a floating-point element type}}
+  %r = tg.softmax %a : tensor<4x8xi32>
+  return %r : tensor<4x8xi32>
+}
+
+// -----
+
+// Tests that softmax needs a row: a 0-d tensor has none.
+func.func @softmax_scalar(%a: tensor<f32>) -> tensor<f32> {
+  // expected-error @+1 {{requires a tensor of rank 1 or more}}
+  %r = tg.softmax %a : tensor<f32>
+  return %r : tensor<f32>
+}
+
+// -----
+
+// Tests that silu, like the other transcendental ops, rejects integers.
+func.func @silu_int(%a: tensor<4xi64>) -> tensor<4xi64> {
+  // expected-error @+1 {{requires a floating-point element type}}
+  %r = tg.silu %a : tensor<4xi64>
+  return %r : tensor<4xi64>
+}

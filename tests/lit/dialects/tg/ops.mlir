@@ -77,3 +77,17 @@ func.func @indexing(%w: tensor<10x6xf32>, %i: tensor<4x6xi64>, %a: tensor<4x6xf3
   %r = tg.scatter_add %s, %i, %a {dim = 0 : i64} : (tensor<10x6xf32>, tensor<4x6xi64>, tensor<4x6xf32>) -> tensor<10x6xf32>
   return %g, %c, %p, %r : tensor<4x6xf32>, tensor<8x6xf32>, tensor<4x9xf32>, tensor<10x6xf32>
 }
+
+// -----
+
+// Tests that the composite silu and softmax ops round-trip.
+// CHECK-LABEL: func.func @composites
+func.func @composites(%a: tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>) {
+  // CHECK: tg.silu %{{.*}} : tensor<4x8xf32>
+  %s = tg.silu %a : tensor<4x8xf32>
+  // CHECK: tg.softmax %{{.*}} : tensor<4x8xf32>
+  %p = tg.softmax %a : tensor<4x8xf32>
+  // CHECK: tg.softmax %{{.*}} {log = true} : tensor<4x8xf32>
+  %l = tg.softmax %a {log = true} : tensor<4x8xf32>
+  return %s, %p, %l : tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>
+}

@@ -137,22 +137,26 @@ std::vector<DescribedKernel> expectPlanCopiesDescriptors(const PipelineResult &r
   return out;
 }
 
+/// Runs `s` through the pipeline and checks its plan against the
+/// descriptors of its final IR; the descriptor of its one kernel.
+KernelDescriptor onlyKernel(const Segment &s, Target target, PipelineResult &r) {
+  r = runPipeline(s);
+  EXPECT_TRUE(r.ok) << r.error;
+  std::vector<DescribedKernel> d = expectPlanCopiesDescriptors(r, target);
+  EXPECT_EQ(d.size(), 1u) << r.finalIR;
+  return d.empty() ? KernelDescriptor() : d[0].desc;
+}
+
+const std::pair<const char *, Target> kTargets[] = {{"cpu", Target::Cpu}, {"cuda", Target::Cuda}};
+
 TEST(KernelDescriptor, TwoIndexChecksAreNumberedOnceAndTheStepCopiesThem) {
-  for (auto [device, target] : {std::pair{"cpu", Target::Cpu}, std::pair{"cuda", Target::Cuda}}) {
+  for (auto [device, target] : kTargets) {
     SCOPED_TRACE(device);
-    PipelineResult r = runPipeline(twoGathers(device));
-    ASSERT_TRUE(r.ok) << r.error;
-    ASSERT_EQ(r.plan.kernels.size(), 1u) << r.finalIR;
-    std::vector<DescribedKernel> d = expectPlanCopiesDescriptors(r, target);
-    ASSERT_EQ(d.size(), 1u);
-    const std::vector<IndexCheck> &checks = d[0].desc.checks;
+    PipelineResult r;
+    const std::vector<IndexCheck> checks = onlyKernel(twoGathers(device), target, r).checks;
     ASSERT_EQ(checks.size(), 2u);
-    for (int id : {0, 1}) {
-      EXPECT_EQ(checks[id].id, id);
-      EXPECT_EQ(checks[id].dim, 0);
-      EXPECT_EQ(checks[id].size, 10);
-      EXPECT_EQ(checks[id].origin, "aten::embedding");
-    }
+    for (int id : {0, 1})
+      EXPECT_EQ(checks[id], (IndexCheck{0, 10, false, "aten::embedding", id}));
     const std::string &src = target == Target::Cuda ? r.plan.cudaSources[0] : r.plan.cpuSource;
     EXPECT_NE(src.find("10LL, false, tgc_err, 0)"), std::string::npos) << src;
     EXPECT_NE(src.find("10LL, false, tgc_err, 1)"), std::string::npos) << src;
@@ -161,46 +165,36 @@ TEST(KernelDescriptor, TwoIndexChecksAreNumberedOnceAndTheStepCopiesThem) {
 }
 
 TEST(KernelDescriptor, CudaEmitterVectorizesByTheDescriptorsWidth) {
-  PipelineResult r = runPipeline(contiguousExp("cuda"));
-  ASSERT_TRUE(r.ok) << r.error;
-  std::vector<DescribedKernel> d = expectPlanCopiesDescriptors(r, Target::Cuda);
-  ASSERT_EQ(d.size(), 1u);
-  EXPECT_EQ(d[0].desc.vector, 4);
-  EXPECT_EQ(d[0].desc.index, IndexType::I32);
-  EXPECT_EQ(d[0].desc.launch, (LaunchConfig{6, 256, 0, 0})) << "64 * 96 / (256 * 4) blocks";
+  PipelineResult r;
+  KernelDescriptor cuda = onlyKernel(contiguousExp("cuda"), Target::Cuda, r);
+  EXPECT_EQ(cuda.vector, 4);
+  EXPECT_EQ(cuda.index, IndexType::I32);
+  EXPECT_EQ(cuda.launch, (LaunchConfig{6, 256, 0, 0})) << "64 * 96 / (256 * 4) blocks";
   EXPECT_NE(r.plan.cudaSources[0].find("tgc_vec<float, 4>"), std::string::npos);
   EXPECT_NE(r.plan.cudaSources[0].find("const int n = 6144;"), std::string::npos);
   // The CPU's descriptor keeps the width for its chunking and 64-bit indices.
-  PipelineResult cpu = runPipeline(contiguousExp("cpu"));
-  ASSERT_TRUE(cpu.ok) << cpu.error;
-  std::vector<DescribedKernel> c = expectPlanCopiesDescriptors(cpu, Target::Cpu);
-  ASSERT_EQ(c.size(), 1u);
-  EXPECT_EQ(c[0].desc.vector, 4);
-  EXPECT_EQ(c[0].desc.index, IndexType::I64);
-  EXPECT_EQ(c[0].desc.launch, (LaunchConfig{1, 256, 0, 0}));
+  KernelDescriptor cpu = onlyKernel(contiguousExp("cpu"), Target::Cpu, r);
+  EXPECT_EQ(cpu.vector, 4);
+  EXPECT_EQ(cpu.index, IndexType::I64);
+  EXPECT_EQ(cpu.launch, (LaunchConfig{1, 256, 0, 0}));
 }
 
 TEST(KernelDescriptor, RowKernelLaunchIsTheDescriptorsLanesAndRowsPerBlock) {
-  PipelineResult r = runPipeline(rowSums(1000, 300, "cuda"));
-  ASSERT_TRUE(r.ok) << r.error;
-  std::vector<DescribedKernel> d = expectPlanCopiesDescriptors(r, Target::Cuda);
-  ASSERT_EQ(d.size(), 1u);
-  EXPECT_EQ(d[0].desc.launch, (LaunchConfig{125, 256, 32, 8})) << "1000 rows, 8 a block";
+  PipelineResult r;
+  KernelDescriptor d = onlyKernel(rowSums(1000, 300, "cuda"), Target::Cuda, r);
   ASSERT_TRUE(mlir::isa<tgk::RowKernelOp>(FinalIR(r.finalIR).kernels.at(0)));
+  EXPECT_EQ(d.launch, (LaunchConfig{125, 256, 32, 8})) << "1000 rows, 8 a block";
   EXPECT_NE(r.plan.cudaSources[0].find("threadIdx.x % 32;"), std::string::npos);
   EXPECT_NE(r.plan.cudaSources[0].find("blockIdx.x * 8;"), std::string::npos);
 }
 
 TEST(KernelDescriptor, ScatterAddHasOneCheckNumberedZero) {
-  for (auto [device, target] : {std::pair{"cpu", Target::Cpu}, std::pair{"cuda", Target::Cuda}}) {
+  for (auto [device, target] : kTargets) {
     SCOPED_TRACE(device);
-    PipelineResult r = runPipeline(scatterAdd(device));
-    ASSERT_TRUE(r.ok) << r.error;
-    std::vector<DescribedKernel> d = expectPlanCopiesDescriptors(r, target);
-    ASSERT_EQ(d.size(), 1u);
-    EXPECT_EQ(d[0].desc.checks, (std::vector<IndexCheck>{{0, 5, false, "aten::scatter_add", 0}}));
-    if (target == Target::Cuda)
-      EXPECT_EQ(d[0].desc.launch.grid, 1) << "3 columns";
+    PipelineResult r;
+    KernelDescriptor d = onlyKernel(scatterAdd(device), target, r);
+    EXPECT_EQ(d.checks, (std::vector<IndexCheck>{{0, 5, false, "aten::scatter_add", 0}}));
+    EXPECT_EQ(d.launch.grid, 1) << "3 columns, or the CPU";
   }
 }
 

@@ -37,7 +37,9 @@ using llvm::DenseSet;
 /// Prints one body op at a time as `const T vN = expr;`.
 class BodyPrinter {
 public:
-  BodyPrinter(Target target, std::string &out) : target(target), out(out) {}
+  /// `checkIds`: the kernel descriptor's number of each tgk.check_index.
+  BodyPrinter(Target target, const DenseMap<Operation *, int> &checkIds, std::string &out)
+      : target(target), checkIds(checkIds), out(out) {}
 
   void bind(Value v, std::string name) { names[v] = std::move(name); }
   /// How iteration index `d` is spelled (tgk.index); idx<d> by default.
@@ -68,9 +70,9 @@ private:
   }
   std::string compare(StringRef pred, Operation *op, bool ordered);
   std::string loadExpr(tgk::LoadOp o);
-  int checkId(tgk::CheckIndexOp o);
 
   Target target;
+  const DenseMap<Operation *, int> &checkIds;
   /// Values printed as expressions at their uses rather than as statements:
   /// loads and the selects over them, so a load runs only where its select
   /// arm is taken (concatenation and padding read positions that exist only

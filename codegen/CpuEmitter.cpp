@@ -115,11 +115,12 @@ static std::string rowLoops(ArrayRef<int64_t> shape, const std::string &body) {
     rows *= shape[d];
   std::string src = fmt::format("#pragma omp parallel for schedule(static) if ({}LL >= 16384)\n",
                                 rows * last);
-  src += fmt::format("  for (long long o = 0; o < {}LL; ++o) {{\n    long long rem = o;\n", rows);
-  for (int64_t d = rank - 2; d > 0; --d)
-    src += fmt::format("    const long long idx{0} = rem % {1}LL; rem /= {1}LL;\n", d,
-                       std::max<int64_t>(shape[d], 1));
-  src += "    const long long idx0 = rem;\n";
+  src += fmt::format("  for (long long o = 0; o < {}LL; ++o) {{\n", rows);
+  detail::IndexSplit how;
+  how.indent = "    ";
+  how.name = [](size_t d) { return "idx" + std::to_string(d); };
+  how.outermostIsRest = true;
+  src += detail::decomposeIndex("o", shape.drop_back(), how);
   src += "#pragma omp simd\n";
   src += fmt::format("    for (long long j = 0; j < {}LL; ++j) {{\n", last);
   src += fmt::format("      const long long i = o * {}LL + j;\n", last);
@@ -128,17 +129,14 @@ static std::string rowLoops(ArrayRef<int64_t> shape, const std::string &body) {
   return src;
 }
 
-std::string emitCpuKernel(tgk::KernelOp kernel, std::string &error) {
+std::string emitCpuKernel(tgk::KernelOp kernel, const DescribedKernel &d, std::string &error) {
   const int64_t n = kernel.getNumIterations();
-  int64_t chunk = 4096;
-  if (auto s = kernel.getScheduleAttr())
-    chunk = std::max<int64_t>(chunk, s.getBlock() * s.getVector());
+  const int64_t chunk = std::max<int64_t>(4096, d.desc.launch.block * d.desc.vector);
   std::string src = signature(kernel.getSymName(), kernel.getInputs().getTypes(),
-                              kernel.getResultTypes(), detail::hasIndexChecks(kernel));
-  detail::Indexing ix = detail::computeIndexing(kernel, "long long");
+                              kernel.getResultTypes(), !d.desc.checks.empty());
+  detail::Indexing ix = detail::computeIndexing(kernel, d.desc.indexTypeName());
   std::string body;
-  if (failed(detail::emitBody(kernel, Target::Cpu, ix.inputs,
-                              ix.results, body, error)))
+  if (failed(detail::emitBody(kernel, d, Target::Cpu, ix.inputs, ix.results, body, error)))
     return "";
   ArrayRef<int64_t> shape = kernel.getIterationShape();
   if (shape.size() >= 2 && shape.back() >= 16 && n / shape.back() >= 4)
@@ -157,11 +155,12 @@ std::string emitCpuKernel(tgk::KernelOp kernel, std::string &error) {
   return src;
 }
 
-std::string emitCpuRowKernel(tgk::RowKernelOp kernel, std::string &error) {
+std::string emitCpuRowKernel(tgk::RowKernelOp kernel, const DescribedKernel &d,
+                             std::string &error) {
   std::string src = signature(kernel.getSymName(), kernel.getInputs().getTypes(),
-                              kernel.getResultTypes(), detail::hasIndexChecks(kernel));
+                              kernel.getResultTypes(), !d.desc.checks.empty());
   std::string body;
-  if (failed(detail::emitRowBody(kernel, Target::Cpu, 1, body, error)))
+  if (failed(detail::emitRowBody(kernel, d, Target::Cpu, body, error)))
     return "";
   const int64_t rows = kernel.getNumRows();
   src += fmt::format("#pragma omp parallel for schedule(static) if ({}LL >= 32768)\n",

@@ -82,7 +82,7 @@ template <int L, class T, class Op> __device__ __forceinline__ T tgc_row_reduce(
 namespace {
 
 /// `extern "C" __global__ void __launch_bounds__(block) name(in..., out...[, err]) {`.
-std::string signature(Operation *kernel, StringRef name, int64_t block, TypeRange inputs,
+std::string signature(const KernelDescriptor &d, StringRef name, TypeRange inputs,
                       TypeRange results) {
   SmallVector<std::string> params;
   auto storage = [](Type t) {
@@ -92,53 +92,10 @@ std::string signature(Operation *kernel, StringRef name, int64_t block, TypeRang
     params.push_back(fmt::format("const {} *__restrict__ in{}", storage(t), j));
   for (auto [j, t] : llvm::enumerate(results))
     params.push_back(fmt::format("{} *__restrict__ out{}", storage(t), j));
-  if (detail::hasIndexChecks(kernel))
+  if (!d.checks.empty())
     params.push_back("long long *__restrict__ tgc_err");
-  return fmt::format("extern \"C\" __global__ void __launch_bounds__({}) {}({}) {{\n", block,
-                     name.str(), llvm::join(params, ", "));
-}
-
-/// 32-bit index arithmetic is faster; 64-bit once the iteration space or
-/// any buffer offset can reach 2^31.
-std::string indexType(tgk::KernelOp kernel) {
-  const int64_t n = kernel.getNumIterations();
-  int64_t maxOffset = n;
-  for (Attribute s : llvm::concat<const Attribute>(
-           kernel.getInputStrides().getValue(), kernel.getResultStrides().getValue()))
-    for (int64_t st : cast<DenseI64ArrayAttr>(s).asArrayRef())
-      maxOffset = std::max(maxOffset, st * std::max<int64_t>(n, 1));
-  // Inputs read by tgk.load may be larger than the iteration space.
-  for (auto [t, s] : llvm::zip(kernel.getInputs().getTypes(), kernel.getInputStrides())) {
-    int64_t extent = 0;
-    for (auto [size, st] : llvm::zip(cast<ShapedType>(t).getShape(),
-                                     cast<DenseI64ArrayAttr>(s).asArrayRef()))
-      extent += std::max<int64_t>(size - 1, 0) * st;
-    maxOffset = std::max(maxOffset, extent + 1);
-  }
-  return maxOffset >= (int64_t(1) << 31) ? "long long" : "int";
-}
-
-int64_t blockOf(tgk::KernelOp kernel) {
-  auto s = kernel.getScheduleAttr();
-  return s ? s.getBlock() : 256;
-}
-
-/// The vector width the kernel is emitted with: the schedule's, when it
-/// divides the iteration count and every element buffer is read and
-/// written at the linear index `i`; else 1.
-int64_t vectorWidth(tgk::KernelOp kernel, const detail::Indexing &ix) {
-  auto s = kernel.getScheduleAttr();
-  int64_t v = s ? s.getVector() : 1;
-  if (v <= 1 || kernel.getNumIterations() % v != 0)
-    return 1;
-  Block &body = kernel.getBody().front();
-  for (auto [j, off] : llvm::enumerate(ix.inputs))
-    if (!isa<ShapedType>(body.getArgument(j).getType()) && off != "i")
-      return 1;
-  for (const std::string &off : ix.results)
-    if (off != "i")
-      return 1;
-  return v;
+  return fmt::format("extern \"C\" __global__ void __launch_bounds__({}) {}({}) {{\n",
+                     d.launch.block, name.str(), llvm::join(params, ", "));
 }
 
 } // namespace
@@ -180,23 +137,23 @@ static std::string vectorLoop(tgk::KernelOp kernel, int64_t vec, const std::stri
   return src;
 }
 
-std::string emitCudaKernel(tgk::KernelOp kernel, std::string &error) {
-  const std::string index = indexType(kernel);
+std::string emitCudaKernel(tgk::KernelOp kernel, const DescribedKernel &d, std::string &error) {
+  const std::string index = d.desc.indexTypeName();
   detail::Indexing ix = detail::computeIndexing(kernel, index);
   std::string body;
-  if (failed(detail::emitBody(kernel, Target::Cuda, ix.inputs, ix.results, body, error)))
+  if (failed(detail::emitBody(kernel, d, Target::Cuda, ix.inputs, ix.results, body, error)))
     return "";
-  std::string src = signature(kernel, kernel.getSymName(), blockOf(kernel),
-                              kernel.getInputs().getTypes(), kernel.getResultTypes());
+  std::string src = signature(d.desc, kernel.getSymName(), kernel.getInputs().getTypes(),
+                              kernel.getResultTypes());
   src += fmt::format("  const {} n = {};\n", index, kernel.getNumIterations());
-  if (int64_t vec = vectorWidth(kernel, ix); vec > 1) {
+  if (int64_t vec = d.desc.vector; vec > 1) {
     detail::Indexing lanes = ix; // lanes index their vectors by `l`
     std::string laneBody;
     for (std::string &o : lanes.inputs)
       o = o == "i" ? "l" : o;
     for (std::string &o : lanes.results)
       o = "l";
-    if (failed(detail::emitBody(kernel, Target::Cuda, lanes.inputs, lanes.results, laneBody,
+    if (failed(detail::emitBody(kernel, d, Target::Cuda, lanes.inputs, lanes.results, laneBody,
                                 error)))
       return "";
     src += vectorLoop(kernel, vec, index, ix, laneBody);
@@ -208,60 +165,26 @@ std::string emitCudaKernel(tgk::KernelOp kernel, std::string &error) {
   return src;
 }
 
-int64_t cudaRowLanes(tgk::RowKernelOp kernel) {
-  const int64_t n = kernel.getRowSize();
-  if (n > 1024)
-    return n <= 4096 ? 256 : n <= 16384 ? 512 : 1024;
-  int64_t lanes = 1;
-  while (lanes < n && lanes < 32)
-    lanes *= 2;
-  return lanes;
-}
-
-/// Threads per block of a row kernel: 256, or the row's lanes when a row
-/// takes the whole block.
-static int64_t rowBlock(tgk::RowKernelOp kernel) {
-  return std::max<int64_t>(256, cudaRowLanes(kernel));
-}
-
-std::string emitCudaRowKernel(tgk::RowKernelOp kernel, std::string &error) {
-  const int64_t lanes = cudaRowLanes(kernel), block = rowBlock(kernel);
+std::string emitCudaRowKernel(tgk::RowKernelOp kernel, const DescribedKernel &d,
+                              std::string &error) {
+  const LaunchConfig &launch = d.desc.launch;
   std::string body;
-  if (failed(detail::emitRowBody(kernel, Target::Cuda, lanes, body, error)))
+  if (failed(detail::emitRowBody(kernel, d, Target::Cuda, body, error)))
     return "";
-  std::string src = signature(kernel, kernel.getSymName(), block, kernel.getInputs().getTypes(),
+  std::string src = signature(d.desc, kernel.getSymName(), kernel.getInputs().getTypes(),
                               kernel.getResultTypes());
   // The loop is uniform over the block (barriers inside reductions need
   // every thread): a group whose row is past the end recomputes the last
   // row (`o` clamped) and writes nothing (`tgc_active`).
-  src += fmt::format("  const int tgc_lane = threadIdx.x % {};\n", lanes);
+  src += fmt::format("  const int tgc_lane = threadIdx.x % {};\n", launch.lanes);
   src += fmt::format("  const long long rows = {}LL;\n", kernel.getNumRows());
   src += fmt::format("  for (long long base = (long long)blockIdx.x * {0}; base < rows; "
                      "base += (long long)gridDim.x * {0}) {{\n",
-                     block / lanes);
-  src += fmt::format("    const long long o0 = base + threadIdx.x / {};\n", lanes);
+                     launch.rowsPerBlock);
+  src += fmt::format("    const long long o0 = base + threadIdx.x / {};\n", launch.lanes);
   src += "    const bool tgc_active = o0 < rows;\n";
   src += "    const long long o = tgc_active ? o0 : rows - 1;\n";
   return src + detail::rowIndices(kernel) + body + "  }\n}\n";
-}
-
-CudaLaunch cudaLaunch(Operation *op) {
-  auto blocks = [](int64_t work, int64_t perBlock) {
-    return std::max<int64_t>(1, (work + perBlock - 1) / perBlock);
-  };
-  if (auto k = dyn_cast<tgk::KernelOp>(op)) {
-    int64_t block = blockOf(k);
-    int64_t vec = vectorWidth(k, detail::computeIndexing(k, indexType(k)));
-    return {blocks(k.getNumIterations(), block * vec), block};
-  }
-  if (auto k = dyn_cast<tgk::RowKernelOp>(op)) {
-    int64_t block = rowBlock(k);
-    return {blocks(k.getNumRows(), block / cudaRowLanes(k)), block};
-  }
-  auto k = cast<tgk::ScatterAddKernelOp>(op);
-  auto self = cast<ShapedType>(k.getSelf().getType());
-  int64_t columns = self.getNumElements() / std::max<int64_t>(self.getDimSize(k.getDim()), 1);
-  return {blocks(columns, 256), 256};
 }
 
 } // namespace tgc::codegen

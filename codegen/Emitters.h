@@ -3,13 +3,37 @@
 #define TGC_CODEGEN_EMITTERS_H
 
 #include "dialects/TGK/IR/TGKDialect.h"
+#include "runtime/KernelDescriptor.h"
 
+#include "llvm/ADT/DenseMap.h"
+
+#include <functional>
 #include <string>
 
 namespace tgc::codegen {
 
 /// Which language a kernel body is printed in.
 enum class Target { Cpu, Cuda };
+
+/// A kernel's descriptor as the emitters read it: the plain descriptor the
+/// Plan copies, and which tgk.check_index op is which of its checks.
+struct DescribedKernel {
+  KernelDescriptor desc;
+  llvm::DenseMap<mlir::Operation *, int> checkIds;
+};
+
+/// The descriptor of a scheduled tgk.kernel, tgk.row_kernel or
+/// tgk.scatter_add_kernel for `target`: the one place its index checks are
+/// numbered (walk order), its vector width taken from the schedule, its
+/// index type and its launch config chosen. Computed once per kernel right
+/// after scheduling; the emitters print from it and the Plan copies it.
+DescribedKernel describeKernel(mlir::Operation *kernel, Target target);
+
+/// The source of `kernel` (one of the three kinds) for `target`, printed
+/// from its descriptor `d`. Fails (returns an empty string and sets
+/// `error`) on an op it cannot print.
+std::string emitKernel(mlir::Operation *kernel, const DescribedKernel &d, Target target,
+                       std::string &error);
 
 /// Header text every generated C++ translation unit starts with (includes,
 /// half/bfloat16 conversions, NaN-propagating min/max).
@@ -18,69 +42,53 @@ std::string cpuPrelude();
 /// `extern "C" void <name>(void *const *buffers)`: buffers are the kernel's
 /// inputs then its results, in order; shapes and strides are compiled in.
 /// Fails (returns an empty string and sets `error`) on an op it cannot print.
-std::string emitCpuKernel(tgk::KernelOp kernel, std::string &error);
+std::string emitCpuKernel(tgk::KernelOp kernel, const DescribedKernel &d, std::string &error);
 
 /// `extern "C" void <name>(void *const *buffers)` for a row kernel: rows in
 /// parallel, one pass over the row per reduction.
-std::string emitCpuRowKernel(tgk::RowKernelOp kernel, std::string &error);
+std::string emitCpuRowKernel(tgk::RowKernelOp kernel, const DescribedKernel &d,
+                             std::string &error);
 
 /// `extern "C" void <name>(void *const *buffers)` for a scatter_add kernel
 /// (buffers: self, index, src, result, then the index-error record).
-std::string emitCpuScatterAddKernel(tgk::ScatterAddKernelOp kernel);
+std::string emitCpuScatterAddKernel(tgk::ScatterAddKernelOp kernel, const DescribedKernel &d);
 
 /// `extern "C" __global__ void <name>(self, index, src, out, err)`: one
 /// thread per position of self outside `dim`.
-std::string emitCudaScatterAddKernel(tgk::ScatterAddKernelOp kernel);
+std::string emitCudaScatterAddKernel(tgk::ScatterAddKernelOp kernel, const DescribedKernel &d);
 
 /// Header text of every generated CUDA translation unit.
 std::string cudaPrelude();
 
 /// `extern "C" __global__ void <name>(T0 *in0, ..., Tn *outN)`, a grid-stride
-/// loop over the iteration space with `schedule.block` threads per block;
-/// 16-byte vector loads and stores when the schedule's vector width is
-/// above 1 and every buffer is 16-byte aligned at run time.
-std::string emitCudaKernel(tgk::KernelOp kernel, std::string &error);
+/// loop over the iteration space with the descriptor's block and index
+/// type; 16-byte vector loads and stores when its vector width is above 1
+/// and every buffer is 16-byte aligned at run time.
+std::string emitCudaKernel(tgk::KernelOp kernel, const DescribedKernel &d, std::string &error);
 
 /// `extern "C" __global__ void <name>(in..., out...)` for a row kernel:
-/// rows in a grid-stride loop, each row spread over cudaRowLanes() threads.
-std::string emitCudaRowKernel(tgk::RowKernelOp kernel, std::string &error);
-
-/// Threads that share one row of a row kernel: a power of two up to 32 for
-/// rows up to 1024 elements (several rows per block), else the whole block
-/// (one block per row, never split across blocks, so sums are
-/// deterministic).
-int64_t cudaRowLanes(tgk::RowKernelOp kernel);
-
-/// How a CUDA kernel of tgc is launched: `block` threads per block, and the
-/// blocks that give every thread one trip through its grid-stride loop.
-/// Every kernel is a grid-stride loop, so any grid from 1 to `grid` is
-/// correct; the runtime caps it by the device's size.
-struct CudaLaunch {
-  int64_t grid = 1, block = 256;
-};
-/// The launch of a tgk.kernel, tgk.row_kernel or tgk.scatter_add_kernel.
-CudaLaunch cudaLaunch(mlir::Operation *kernel);
+/// rows in a grid-stride loop, each row spread over the descriptor's lanes.
+std::string emitCudaRowKernel(tgk::RowKernelOp kernel, const DescribedKernel &d,
+                              std::string &error);
 
 namespace detail {
 
-/// Whether the kernel's body has tgk.check_index ops: then it takes an
-/// index-error record (`long long[2]`: check number + 1, bad value) after
-/// its buffers, and the runtime raises when the first word is set.
-bool hasIndexChecks(mlir::Operation *kernel);
-
 /// Prints the scalar body of `kernel` for one iteration `i`: loads of every
 /// input at `inputOffsets[j]`, the body ops, stores of every result at
-/// `resultOffsets[j]`. Buffers are named in<j>/out<j>.
-mlir::LogicalResult emitBody(tgk::KernelOp kernel, Target target,
+/// `resultOffsets[j]`. Buffers are named in<j>/out<j>; a kernel with index
+/// checks (see `d`) takes an index-error record `tgc_err`
+/// (`long long[2]`: check id + 1, bad value) after its buffers, and the
+/// runtime raises when the first word is set.
+mlir::LogicalResult emitBody(tgk::KernelOp kernel, const DescribedKernel &d, Target target,
                              llvm::ArrayRef<std::string> inputOffsets,
                              llvm::ArrayRef<std::string> resultOffsets,
                              std::string &out, std::string &error);
 
 /// Prints a tgk.row_kernel's code for the current row (outer indices
-/// `oidx<d>` are in scope). On CUDA `lanes` threads share the row
-/// (`tgc_lane`, `tgc_active` in scope); on the CPU `lanes` is 1.
-mlir::LogicalResult emitRowBody(tgk::RowKernelOp kernel, Target target, int64_t lanes,
-                                std::string &out, std::string &error);
+/// `oidx<d>` are in scope). On CUDA the descriptor's lanes share the row
+/// (`tgc_lane`, `tgc_active` in scope); on the CPU one thread walks it.
+mlir::LogicalResult emitRowBody(tgk::RowKernelOp kernel, const DescribedKernel &d,
+                                Target target, std::string &out, std::string &error);
 
 /// Statements defining the outer indices `oidx<d>` of row `o`.
 std::string rowIndices(tgk::RowKernelOp kernel);
@@ -102,6 +110,24 @@ struct Indexing {
   llvm::SmallVector<std::string> results; // offset expression per result
 };
 Indexing computeIndexing(tgk::KernelOp kernel, llvm::StringRef indexType);
+
+/// How decomposeIndex spells its statements.
+struct IndexSplit {
+  std::string indent;              ///< before each statement
+  std::string type = "long long";  ///< of the remainder and the indices
+  std::string suffix = "LL";       ///< after each size literal
+  std::string rem = "rem";         ///< the running remainder
+  std::function<std::string(size_t)> name; ///< the index of dim d
+  bool outermostIsRest = false;    ///< dim 0 takes the remainder as is
+  int64_t skip = -1;               ///< a dim left out (scatter's `dim`)
+};
+/// The one printer of a row-major index decomposition, shared by every
+/// emitter: `<type> <rem> = <from>;`, then from the last dim to the first
+/// `const <type> <name(d)> = <rem> % <size>; <rem> /= <size>;` (sizes of 0
+/// count as 1), or `const <type> <name(0)> = <rem>;` for dim 0 when
+/// `outermostIsRest`.
+std::string decomposeIndex(llvm::StringRef from, llvm::ArrayRef<int64_t> shape,
+                           const IndexSplit &how);
 
 /// `tgc_uniform` (Philox4x32-10), the same text in both preludes so a seed
 /// gives the same numbers on every backend; each prelude defines

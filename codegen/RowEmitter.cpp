@@ -23,9 +23,10 @@ namespace {
 
 class RowPrinter {
 public:
-  RowPrinter(tgk::RowKernelOp k, Target target, int64_t lanes, std::string &out)
-      : k(k), target(target), lanes(lanes), out(out), outer(k.getOuterShape().size()),
-        rank(outer + k.getRowShape().size()), n(k.getRowSize()) {}
+  RowPrinter(tgk::RowKernelOp k, const DescribedKernel &d, Target target, std::string &out)
+      : k(k), described(d), target(target), lanes(d.desc.launch.lanes), out(out),
+        outer(k.getOuterShape().size()), rank(outer + k.getRowShape().size()),
+        n(k.getRowSize()) {}
   LogicalResult print(std::string &error);
 
 private:
@@ -46,6 +47,7 @@ private:
   LogicalResult emitResults(BodyPrinter &p, std::string &error);
 
   tgk::RowKernelOp k;
+  const DescribedKernel &described;
   Target target;
   int64_t lanes; ///< threads per row (1 on the CPU)
   std::string &out;
@@ -102,12 +104,11 @@ std::string RowPrinter::loopHead(const std::string &cpuPragma) {
 
 /// The row indices `ridx<d>` of element `j`.
 std::string RowPrinter::rowIndices() {
-  std::string s = "      long long rrem = j;\n";
-  for (size_t d = rank; d-- > outer;) {
-    int64_t size = std::max<int64_t>(k.getRowShape()[d - outer], 1);
-    s += fmt::format("      const long long ridx{0} = rrem % {1}LL; rrem /= {1}LL;\n", d, size);
-  }
-  return s;
+  IndexSplit how;
+  how.indent = "      ";
+  how.rem = "rrem";
+  how.name = [this](size_t d) { return "ridx" + std::to_string(outer + d); };
+  return decomposeIndex("j", k.getRowShape(), how);
 }
 
 /// CUDA, rows of at most 32 elements per thread (within a register budget):
@@ -125,7 +126,7 @@ void RowPrinter::cacheRow() {
   // Registers a thread may have at this block size (65536 per SM, at most
   // 255), less 64 for the rest of the kernel, a third of that for the row:
   // 63 values at 256 threads, 21 at 512, none at 1024 (more would spill).
-  int64_t block = std::max<int64_t>(lanes, 256);
+  int64_t block = described.desc.launch.block;
   int64_t budget = std::min<int64_t>(64, (std::min<int64_t>(255, 65536 / block) - 64) / 3);
   if (args.empty() || perThread > 32 || perThread * (int64_t)args.size() > budget)
     return;
@@ -411,7 +412,7 @@ LogicalResult RowPrinter::emitResults(BodyPrinter &p, std::string &error) {
 
 LogicalResult RowPrinter::print(std::string &error) {
   classify();
-  BodyPrinter p(target, out);
+  BodyPrinter p(target, described.checkIds, out);
   p.dimName = [this](unsigned d) { return fmt::format("{}idx{}", d < outer ? "o" : "r", d); };
   loadRowInputs(p);
   cacheRow();
@@ -430,18 +431,17 @@ LogicalResult RowPrinter::print(std::string &error) {
   return emitResults(p, error);
 }
 
-LogicalResult emitRowBody(tgk::RowKernelOp kernel, Target target, int64_t lanes,
+LogicalResult emitRowBody(tgk::RowKernelOp kernel, const DescribedKernel &d, Target target,
                           std::string &out, std::string &error) {
-  return RowPrinter(kernel, target, lanes, out).print(error);
+  return RowPrinter(kernel, d, target, out).print(error);
 }
 
 std::string rowIndices(tgk::RowKernelOp kernel) {
-  std::string s = "    long long orem = o;\n";
-  ArrayRef<int64_t> outer = kernel.getOuterShape();
-  for (size_t d = outer.size(); d-- > 0;)
-    s += fmt::format("    const long long oidx{0} = orem % {1}LL; orem /= {1}LL;\n", d,
-                     std::max<int64_t>(outer[d], 1));
-  return s;
+  IndexSplit how;
+  how.indent = "    ";
+  how.rem = "orem";
+  how.name = [](size_t d) { return "oidx" + std::to_string(d); };
+  return decomposeIndex("o", kernel.getOuterShape(), how);
 }
 
 } // namespace tgc::codegen::detail

@@ -1,5 +1,6 @@
 //===- ScalarEmitter.cpp - kernel bodies and indexing, shared by targets --===//
 #include "codegen/BodyPrinter.h"
+#include "runtime/ContiguousStrides.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Math/IR/Math.h"
@@ -98,16 +99,6 @@ std::string BodyPrinter::loadExpr(tgk::LoadOp o) {
   return load(o.getType(), target, fmt::format("in{}[{}]", arg.getArgNumber(), offset));
 }
 
-int BodyPrinter::checkId(tgk::CheckIndexOp o) {
-  int id = 0, found = -1;
-  o->getParentOp()->walk([&](tgk::CheckIndexOp c) {
-    if (c == o)
-      found = id;
-    ++id;
-  });
-  return found;
-}
-
 LogicalResult BodyPrinter::print(Operation *op, std::string &error) {
   using namespace mlir::arith;
   if (auto l = dyn_cast<tgk::LoadOp>(op)) {
@@ -130,7 +121,8 @@ LogicalResult BodyPrinter::print(Operation *op, std::string &error) {
           })
           .Case([&](tgk::CheckIndexOp o) {
             return fmt::format("tgc_check_index({}, {}LL, {}, tgc_err, {})", name(o.getIndex()),
-                               o.getSize(), o.getWrap() ? "true" : "false", checkId(o));
+                               o.getSize(), o.getWrap() ? "true" : "false",
+                               checkIds.lookup(o));
           })
           .Case([&](tgk::IndexOp o) {
             return indexExpr(o.getMap().getResult(0), "long long", dimName);
@@ -232,11 +224,11 @@ LogicalResult BodyPrinter::print(Operation *op, std::string &error) {
   return success();
 }
 
-LogicalResult emitBody(tgk::KernelOp kernel, Target target,
+LogicalResult emitBody(tgk::KernelOp kernel, const DescribedKernel &d, Target target,
                        ArrayRef<std::string> inputOffsets,
                        ArrayRef<std::string> resultOffsets, std::string &out,
                        std::string &error) {
-  BodyPrinter p(target, out);
+  BodyPrinter p(target, d.checkIds, out);
   Block &body = kernel.getBody().front();
   for (auto [j, arg] : llvm::enumerate(body.getArguments())) {
     if (isa<ShapedType>(arg.getType()))
@@ -300,9 +292,7 @@ std::string linearOffset(AffineMap map, ArrayRef<int64_t> strides, StringRef typ
 
 Indexing computeIndexing(tgk::KernelOp kernel, StringRef indexType) {
   ArrayRef<int64_t> shape = kernel.getIterationShape();
-  SmallVector<int64_t> contiguous(shape.size(), 1);
-  for (int64_t d = (int64_t)shape.size() - 2; d >= 0; --d)
-    contiguous[d] = contiguous[d + 1] * std::max<int64_t>(shape[d + 1], 1);
+  std::vector<int64_t> contiguous = contiguousStrides(shape);
 
   Indexing ix;
   bool needIdx = false;
@@ -327,18 +317,30 @@ Indexing computeIndexing(tgk::KernelOp kernel, StringRef indexType) {
     ix.results.push_back(
         offset(identity, cast<DenseI64ArrayAttr>(s).asArrayRef()));
   if (needIdx) {
-    ix.decompose = fmt::format("      {} rem = i;\n", indexType.str());
-    for (int64_t d = (int64_t)shape.size() - 1; d >= 0; --d) {
-      if (d == 0) {
-        ix.decompose += fmt::format("      const {} idx0 = rem;\n", indexType.str());
-        break;
-      }
-      ix.decompose += fmt::format(
-          "      const {0} idx{1} = rem % {2}; rem /= {2};\n", indexType.str(), d,
-          std::max<int64_t>(shape[d], 1));
-    }
+    IndexSplit how;
+    how.indent = "      ";
+    how.type = indexType.str();
+    how.suffix = "";
+    how.name = [](size_t d) { return "idx" + std::to_string(d); };
+    how.outermostIsRest = true;
+    ix.decompose = decomposeIndex("i", shape, how);
   }
   return ix;
+}
+
+std::string decomposeIndex(StringRef from, ArrayRef<int64_t> shape, const IndexSplit &how) {
+  std::string s = fmt::format("{}{} {} = {};\n", how.indent, how.type, how.rem, from.str());
+  for (size_t d = shape.size(); d-- > 0;) {
+    if ((int64_t)d == how.skip)
+      continue;
+    if (d == 0 && how.outermostIsRest) {
+      s += fmt::format("{}const {} {} = {};\n", how.indent, how.type, how.name(0), how.rem);
+      break;
+    }
+    s += fmt::format("{0}const {1} {2} = {3} % {4}{5}; {3} /= {4}{5};\n", how.indent, how.type,
+                     how.name(d), how.rem, std::max<int64_t>(shape[d], 1), how.suffix);
+  }
+  return s;
 }
 
 std::string rngPrelude() {
@@ -359,16 +361,6 @@ TGC_RNG_FN float tgc_uniform(long long seed, long long counter) {
   return (float)(c0 >> 8) * (1.0f / 16777216.0f);
 }
 )";
-}
-
-} // namespace tgc::codegen::detail
-
-namespace tgc::codegen::detail {
-
-bool hasIndexChecks(Operation *kernel) {
-  bool found = false;
-  kernel->walk([&](tgk::CheckIndexOp) { found = true; });
-  return found;
 }
 
 } // namespace tgc::codegen::detail

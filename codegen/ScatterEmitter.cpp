@@ -31,7 +31,8 @@ std::string offsetOf(ArrayRef<int64_t> strides, int64_t dim, StringRef along) {
   return e;
 }
 
-ScatterParts scatterParts(tgk::ScatterAddKernelOp k, Target target) {
+ScatterParts scatterParts(tgk::ScatterAddKernelOp k, const KernelDescriptor &desc,
+                          Target target) {
   ScatterParts p;
   auto self = cast<RankedTensorType>(k.getSelf().getType());
   auto index = cast<RankedTensorType>(k.getIndex().getType());
@@ -48,16 +49,16 @@ ScatterParts scatterParts(tgk::ScatterAddKernelOp k, Target target) {
   for (int64_t d = 0; d < rank; ++d)
     if (d != dim)
       p.columns *= self.getDimSize(d);
+  detail::IndexSplit how;
+  how.indent = "    ";
+  how.name = [](size_t d) { return "c" + std::to_string(d); };
+  how.skip = dim;
   std::string &b = p.body;
-  b += "    long long rem = o;\n";
+  b += detail::decomposeIndex("o", self.getShape(), how);
   std::string inIndex = "true";
-  for (int64_t d = rank - 1; d >= 0; --d) {
-    if (d == dim)
-      continue;
-    b += fmt::format("    const long long c{0} = rem % {1}LL; rem /= {1}LL;\n", d,
-                     std::max<int64_t>(self.getDimSize(d), 1));
-    inIndex += fmt::format(" && c{} < {}LL", d, index.getDimSize(d));
-  }
+  for (int64_t d = rank - 1; d >= 0; --d)
+    if (d != dim)
+      inIndex += fmt::format(" && c{} < {}LL", d, index.getDimSize(d));
   auto read = [&](const std::string &ref) { return detail::load(elt, target, ref); };
   auto write = [&](const std::string &v) { return detail::store(elt, target, v); };
   b += fmt::format("    for (long long j = 0; j < {}LL; ++j)\n      out0[{}] = in0[{}];\n",
@@ -65,8 +66,9 @@ ScatterParts scatterParts(tgk::ScatterAddKernelOp k, Target target) {
                    offsetOf(strides(0), dim, "j"));
   b += fmt::format("    if ({}) {{\n", inIndex);
   b += fmt::format("      for (long long j = 0; j < {}LL; ++j) {{\n", index.getDimSize(dim));
-  b += fmt::format("        const long long t = tgc_check_index(in1[{}], {}LL, false, tgc_err, 0);\n",
-                   offsetOf(strides(1), dim, "j"), self.getDimSize(dim));
+  const IndexCheck &check = desc.checks.front(); // the descriptor's one check
+  b += fmt::format("        const long long t = tgc_check_index(in1[{}], {}LL, false, tgc_err, {});\n",
+                   offsetOf(strides(1), dim, "j"), check.size, check.id);
   std::string at = offsetOf(strides(3), dim, "t");
   b += fmt::format("        out0[{0}] = {1};\n      }}\n    }}\n", at,
                    write(read("out0[" + at + "]") + " + " +
@@ -76,8 +78,8 @@ ScatterParts scatterParts(tgk::ScatterAddKernelOp k, Target target) {
 
 } // namespace
 
-std::string emitCpuScatterAddKernel(tgk::ScatterAddKernelOp k) {
-  ScatterParts p = scatterParts(k, Target::Cpu);
+std::string emitCpuScatterAddKernel(tgk::ScatterAddKernelOp k, const DescribedKernel &d) {
+  ScatterParts p = scatterParts(k, d.desc, Target::Cpu);
   std::string src = fmt::format("extern \"C\" void {}(void *const *buffers) {{\n", k.getSymName().str());
   for (int i = 0; i < 3; ++i)
     src += fmt::format("  const {0} *__restrict__ in{1} = (const {0} *)buffers[{1}];\n", p.types[i], i);
@@ -88,13 +90,13 @@ std::string emitCpuScatterAddKernel(tgk::ScatterAddKernelOp k) {
   return src + p.body + "  }\n}\n";
 }
 
-std::string emitCudaScatterAddKernel(tgk::ScatterAddKernelOp k) {
-  ScatterParts p = scatterParts(k, Target::Cuda);
+std::string emitCudaScatterAddKernel(tgk::ScatterAddKernelOp k, const DescribedKernel &d) {
+  ScatterParts p = scatterParts(k, d.desc, Target::Cuda);
   std::string src = fmt::format(
-      "extern \"C\" __global__ void __launch_bounds__(256) {}(const {} *__restrict__ in0, "
+      "extern \"C\" __global__ void __launch_bounds__({}) {}(const {} *__restrict__ in0, "
       "const {} *__restrict__ in1, const {} *__restrict__ in2, {} *__restrict__ out0, "
       "long long *__restrict__ tgc_err) {{\n",
-      k.getSymName().str(), p.types[0], p.types[1], p.types[2], p.types[3]);
+      d.desc.launch.block, k.getSymName().str(), p.types[0], p.types[1], p.types[2], p.types[3]);
   src += fmt::format("  for (long long o = (long long)blockIdx.x * blockDim.x + threadIdx.x; "
                      "o < {}LL; o += (long long)blockDim.x * gridDim.x) {{\n",
                      p.columns);

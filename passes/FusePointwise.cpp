@@ -258,7 +258,7 @@ void FusePointwisePass::buildKernel(Group &g, unsigned index) {
   for (Operation *m : g.members) {
     if (auto u = dyn_cast<tg::UniformOp>(m)) {
       // Counter: the element's row-major index in the kernel's space.
-      SmallVector<int64_t> strides = contiguousStrides(shape);
+      std::vector<int64_t> strides = contiguousStrides(shape);
       AffineExpr linear = getAffineConstantExpr(0, ctx);
       for (size_t d = 0; d < shape.size(); ++d)
         linear = linear + getAffineDimExpr(d, ctx) * strides[d];

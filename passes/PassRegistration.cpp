@@ -122,13 +122,6 @@ void materializeLayoutOps(func::FuncOp fn, unsigned &counter) {
   eraseDeadLayoutOps(fn);
 }
 
-SmallVector<int64_t> contiguousStrides(ArrayRef<int64_t> shape) {
-  SmallVector<int64_t> strides(shape.size(), 1);
-  for (int64_t i = (int64_t)shape.size() - 2; i >= 0; --i)
-    strides[i] = strides[i + 1] * std::max<int64_t>(shape[i + 1], 1);
-  return strides;
-}
-
 static std::optional<SmallVector<int64_t>> fromAttr(Attribute a) {
   if (auto arr = dyn_cast_or_null<DenseI64ArrayAttr>(a))
     return SmallVector<int64_t>(arr.asArrayRef());
@@ -141,7 +134,7 @@ SmallVector<int64_t> bufferStrides(Value v) {
     if (auto fn = dyn_cast<func::FuncOp>(arg.getOwner()->getParentOp()))
       if (auto s = fromAttr(fn.getArgAttr(arg.getArgNumber(), "tg.strides")))
         return *s;
-    return contiguousStrides(type.getShape());
+    return SmallVector<int64_t>(ArrayRef(contiguousStrides(type.getShape())));
   }
   Operation *def = v.getDefiningOp();
   unsigned idx = cast<OpResult>(v).getResultNumber();
@@ -150,7 +143,7 @@ SmallVector<int64_t> bufferStrides(Value v) {
     return *fromAttr(s[idx]);
   if (auto s = fromAttr(def->getAttr("tg.strides")))
     return *s;
-  return contiguousStrides(type.getShape());
+  return SmallVector<int64_t>(ArrayRef(contiguousStrides(type.getShape())));
 }
 
 } // namespace tgc

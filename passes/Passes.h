@@ -4,6 +4,7 @@
 
 #include "dialects/TG/IR/TGOps.h"
 #include "dialects/TGK/IR/TGKDialect.h"
+#include "runtime/ContiguousStrides.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Pass/Pass.h"
 
@@ -68,8 +69,6 @@ mlir::Value buildIndexedScalar(
     llvm::function_ref<mlir::Value(mlir::Value)> scalarOf,
     llvm::function_ref<mlir::Value(mlir::Value, mlir::AffineMap, mlir::ValueRange)> load);
 
-/// Row-major strides of `shape`.
-llvm::SmallVector<int64_t> contiguousStrides(llvm::ArrayRef<int64_t> shape);
 
 } // namespace tgc
 

@@ -236,8 +236,12 @@ def Schedule : Pass<"tgk-schedule", "::mlir::func::FuncOp"> {
     Pointwise kernels get 256 threads per block (8 warps) and a vector
     width of 16 bytes divided by the widest element size (4 for f32, 8 for
     f16/bf16), reduced to 1 when a buffer is not contiguous or the element
-    count is not a multiple of it. Kernels that already carry a schedule are
-    left alone, so an autotuner can pin one.
+    count is not a multiple of it (`tgk.kernel`'s `isLinear()`, the same
+    test codegen applies to a hand-written schedule). Kernels that already
+    carry a schedule are left alone, so an autotuner can pin one. This is the
+    one place the vector width is chosen: codegen's kernel descriptor
+    (`codegen::describeKernel`) copies it, and the emitters and the Plan
+    read the descriptor.
   }];
 }
 

@@ -1,4 +1,9 @@
 //===- Schedule.cpp - heuristic schedules for tgk.kernel ------------------===//
+//
+// The schedule is the one place a kernel's vector width is chosen;
+// codegen::describeKernel copies it into the kernel descriptor.
+//
+//===----------------------------------------------------------------------===//
 #include "passes/Passes.h"
 
 namespace tgc {
@@ -15,21 +20,6 @@ int64_t elementBytes(Type t) {
   return std::max<int64_t>(1, t.getIntOrFloatBitWidth() / 8);
 }
 
-/// Whether every buffer is read or written at the linear iteration index.
-bool isLinear(tgk::KernelOp k) {
-  auto contiguous = contiguousStrides(k.getIterationShape());
-  for (auto [map, s] :
-       llvm::zip(k.getIndexingMaps().getAsValueRange<AffineMapAttr>(),
-                 k.getInputStrides()))
-    if (!map.isIdentity() ||
-        cast<DenseI64ArrayAttr>(s).asArrayRef() != ArrayRef(contiguous))
-      return false;
-  for (Attribute s : k.getResultStrides())
-    if (cast<DenseI64ArrayAttr>(s).asArrayRef() != ArrayRef(contiguous))
-      return false;
-  return true;
-}
-
 struct SchedulePass : public tgc::impl::ScheduleBase<SchedulePass> {
   void runOnOperation() override {
     getOperation().walk([](tgk::KernelOp k) {
@@ -41,7 +31,7 @@ struct SchedulePass : public tgc::impl::ScheduleBase<SchedulePass> {
       for (Type t : k.getResultTypes())
         widest = std::max(widest, elementBytes(cast<ShapedType>(t).getElementType()));
       int64_t vector = std::max<int64_t>(1, 16 / widest);
-      if (!isLinear(k) || k.getNumIterations() % vector != 0)
+      if (!k.isLinear() || k.getNumIterations() % vector != 0)
         vector = 1;
       const int64_t block = 256;
       k.setScheduleAttr(tgk::ScheduleAttr::get(k.getContext(), "pointwise",

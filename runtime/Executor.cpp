@@ -15,7 +15,6 @@
 
 #include <atomic>
 #include <cstdlib>
-#include <unordered_set>
 
 namespace tgc {
 
@@ -160,28 +159,6 @@ bool CompiledGraph::prepare(std::string &error) {
     log("memory", "graph: arena of " + std::to_string(memory_.arenaBytes) +
                       " bytes for intermediates (" + std::to_string(memory_.unsharedBytes) +
                       " without reuse, peak live " + std::to_string(memory_.peakLiveBytes) + ")");
-  // Liveness: release each intermediate after its last use.
-  std::vector<int> lastUse(p.values.size(), -1);
-  auto use = [&](int v, int step) { lastUse[v] = std::max(lastUse[v], step); };
-  for (size_t s = 0; s < p.steps.size(); ++s) {
-    const Step &st = p.steps[s];
-    if (st.kind == Step::Kernel) {
-      for (int v : p.kernels[st.index].inputs) use(v, s);
-      for (int v : p.kernels[st.index].outputs) use(v, s);
-    } else {
-      for (const ArgValue &a : p.externs[st.index].args)
-        for (int v : a.tensors)
-          if (v >= 0) use(v, s);
-      for (int v : p.externs[st.index].outputs)
-        if (v >= 0) use(v, s);
-    }
-  }
-  std::unordered_set<int> keep(p.outputs.begin(), p.outputs.end());
-  keep.insert(p.inputs.begin(), p.inputs.end());
-  releaseAfter_.resize(p.steps.size());
-  for (size_t v = 0; v < p.values.size(); ++v)
-    if (lastUse[v] >= 0 && !keep.count(v))
-      releaseAfter_[lastUse[v]].push_back(v);
   return true;
 }
 
@@ -391,7 +368,7 @@ CompiledGraph::run(const std::vector<at::Tensor> &inputs) const {
       runKernel(plan_.kernels[st.index], values, device, arena);
     else
       runExtern(st.index, values);
-    for (int v : releaseAfter_[s])
+    for (int v : memory_.releaseAfter[s])
       values[v].reset();
   }
   std::vector<at::Tensor> outputs;

@@ -77,7 +77,8 @@ public:
   ~CompiledGraph();
 
 private:
-  /// Resolves extern ops and plans memory and buffer lifetimes.
+  /// Resolves extern ops and plans memory (arena slots and, from the same
+  /// liveness, when each intermediate is released).
   bool prepare(std::string &error);
   void checkIndexError(const KernelStep &k, const int64_t error[2]) const;
   void runKernel(const KernelStep &k, std::vector<at::Tensor> &values,
@@ -90,7 +91,6 @@ private:
   KernelLauncher launcher_; ///< CUDA plans
   std::vector<c10::OperatorHandle> ops_;
   std::vector<bool> isView_; ///< the op returns an alias of an input (no work)
-  std::vector<std::vector<int>> releaseAfter_; ///< per step: dead buffers
   /// An arena for this run: the spare one on the CPU, else a new one.
   at::Tensor takeArena(const at::Device &device) const;
   /// Keeps `arena` as the spare when nothing else holds it.

@@ -26,38 +26,76 @@ int64_t spanBytes(const TensorSpec &s) {
   return span * elementSize(s.dtype);
 }
 
-MemoryPlan planMemory(const Plan &plan, const std::vector<bool> &externMayAlias) {
+namespace {
+
+/// Liveness of every value over the steps, computed once for the arena and
+/// for the executor's releases.
+struct Liveness {
+  std::vector<int> first;   ///< step that writes a kernel output, else -1
+  std::vector<int> last;    ///< last step that reads or writes the value, else -1
+  std::vector<bool> arena;  ///< kernel outputs no ATen call may alias
+};
+
+Liveness liveness(const Plan &plan, const std::vector<bool> &externMayAlias) {
   const size_t n = plan.values.size();
-  MemoryPlan mp;
-  mp.offset.assign(n, -1);
-  std::vector<int> first(n, -1), last(n, -1);
-  std::vector<bool> eligible(n, false);
+  Liveness l{std::vector<int>(n, -1), std::vector<int>(n, -1), std::vector<bool>(n, false)};
   for (size_t s = 0; s < plan.steps.size(); ++s) {
+    auto use = [&](int v) { l.last[v] = std::max(l.last[v], (int)s); };
     const Step &st = plan.steps[s];
     if (st.kind == Step::Kernel) {
       const KernelStep &k = plan.kernels[st.index];
       for (int v : k.outputs) {
-        eligible[v] = true;
-        first[v] = s;
-        last[v] = std::max(last[v], (int)s);
+        l.arena[v] = true;
+        l.first[v] = s;
+        use(v);
       }
       for (int v : k.inputs)
-        last[v] = std::max(last[v], (int)s);
-    } else {
-      const ExternStep &e = plan.externs[st.index];
-      for (const ArgValue &a : e.args)
-        for (int v : a.tensors)
-          if (v >= 0) {
-            last[v] = std::max(last[v], (int)s);
-            if (externMayAlias[st.index])
-              eligible[v] = false; // an alias could outlive the slot
-          }
+        use(v);
+      continue;
     }
+    const ExternStep &e = plan.externs[st.index];
+    for (const ArgValue &a : e.args)
+      for (int v : a.tensors)
+        if (v >= 0) {
+          use(v);
+          if (externMayAlias[st.index])
+            l.arena[v] = false; // an alias could outlive the slot
+        }
+    for (int v : e.outputs)
+      if (v >= 0)
+        use(v);
   }
   for (int v : plan.inputs)
-    eligible[v] = false;
+    l.arena[v] = false;
   for (int v : plan.outputs)
-    eligible[v] = false;
+    l.arena[v] = false;
+  return l;
+}
+
+/// Per step, the values whose last use it is: all but inputs and outputs.
+std::vector<std::vector<int>> releases(const Plan &plan, const Liveness &l) {
+  std::vector<bool> keep(plan.values.size(), false);
+  for (int v : plan.inputs)
+    keep[v] = true;
+  for (int v : plan.outputs)
+    keep[v] = true;
+  std::vector<std::vector<int>> after(plan.steps.size());
+  for (size_t v = 0; v < plan.values.size(); ++v)
+    if (l.last[v] >= 0 && !keep[v])
+      after[l.last[v]].push_back(v);
+  return after;
+}
+
+} // namespace
+
+MemoryPlan planMemory(const Plan &plan, const std::vector<bool> &externMayAlias) {
+  const size_t n = plan.values.size();
+  MemoryPlan mp;
+  mp.offset.assign(n, -1);
+  Liveness l = liveness(plan, externMayAlias);
+  mp.releaseAfter = releases(plan, l);
+  const std::vector<int> &first = l.first, &last = l.last;
+  const std::vector<bool> &eligible = l.arena;
 
   // Greedy by first write: place each buffer at the lowest offset that no
   // live buffer overlaps.

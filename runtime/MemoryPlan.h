@@ -27,12 +27,16 @@ struct MemoryPlan {
   int64_t arenaBytes = 0;    ///< the arena one run allocates
   int64_t peakLiveBytes = 0; ///< most intermediate bytes alive at one step
   int64_t unsharedBytes = 0; ///< what the arena's buffers need without reuse
+  /// Per step: the values it uses last (never inputs or outputs), which
+  /// the executor releases once the step has run.
+  std::vector<std::vector<int>> releaseAfter;
 };
 
 /// Plans the arena. `externMayAlias[i]` says extern step i may return or
 /// keep an alias of a tensor argument (views, in-place ops, out= forms).
 /// Offsets are 64-byte aligned; two buffers share bytes only when one's
-/// last use comes before the other's first write.
+/// last use comes before the other's first write. Liveness is computed
+/// here once, for the arena and for releaseAfter.
 MemoryPlan planMemory(const Plan &plan, const std::vector<bool> &externMayAlias);
 
 } // namespace tgc

@@ -9,6 +9,8 @@
 #ifndef TGC_RUNTIME_PLAN_H
 #define TGC_RUNTIME_PLAN_H
 
+#include "runtime/KernelDescriptor.h"
+
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -49,16 +51,10 @@ struct ArgValue {
   std::vector<int> tensors;
 };
 
-/// A bounds check inside a kernel (tgk.check_index): what the runtime says
-/// when the kernel reports a bad index.
-struct IndexCheck {
-  int64_t dim = 0, size = 0;
-  bool wrap = false;  ///< negative indices count from the end
-  std::string origin; ///< the ATen op, "aten::embedding"
-};
-
 /// Launch of one generated kernel over buffers `inputs` then `outputs`.
 /// A kernel with `checks` also takes an index-error record after them.
+/// `block`, `vector`, `grid` and `checks` are copies of the kernel's
+/// descriptor (codegen::describeKernel), made by the pipeline's PlanBuilder.
 struct KernelStep {
   std::string name;
   std::vector<int> inputs, outputs;
@@ -66,7 +62,7 @@ struct KernelStep {
   int64_t block = 256;
   int64_t vector = 1;
   /// CUDA: blocks that give every thread one trip through the kernel's
-  /// grid-stride loop (codegen::cudaLaunch); a launcher may cap it.
+  /// grid-stride loop (LaunchConfig::grid); a launcher may cap it.
   int64_t grid = 1;
   std::vector<IndexCheck> checks;
 };

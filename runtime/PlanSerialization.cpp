@@ -150,6 +150,7 @@ bool deserializePlan(const std::string &data, Plan &p, std::string &error) {
       k.grid = r.i64();
       k.checks.resize(r.count(25));
       for (IndexCheck &c : k.checks) {
+        c.id = &c - k.checks.data(); // ids are positions: not stored
         c.dim = r.i64();
         c.size = r.i64();
         c.wrap = r.u8() != 0;

@@ -47,14 +47,11 @@ private:
     plan.values.push_back(std::move(spec));
     return ids[v] = plan.values.size() - 1;
   }
-  LogicalResult addKernel(tgk::KernelOp k);
+  /// Emits `op` (a tgk.kernel, tgk.row_kernel or tgk.scatter_add_kernel)
+  /// from its descriptor and appends its launch over `inputs`, with the
+  /// descriptor's checks, block, vector and grid copied into the step.
+  LogicalResult addKernel(Operation *op, ValueRange inputs, int64_t numel);
   LogicalResult addExtern(tg::ExternOp e);
-  LogicalResult addRowKernel(tgk::RowKernelOp k);
-  LogicalResult addScatterAdd(tgk::ScatterAddKernelOp k);
-  /// Appends a launch of `op` (a tgk.kernel or tgk.row_kernel).
-  KernelStep &pushKernel(Operation *op, StringRef name, ValueRange inputs, int64_t numel);
-  /// CUDA plans: the step's grid and block from codegen's launch config.
-  void setCudaLaunch(Operation *k, KernelStep &step);
   FailureOr<ArgValue> argOf(Attribute a, tg::ExternOp e);
 
   Plan &plan;
@@ -64,77 +61,29 @@ private:
 
 } // namespace
 
-KernelStep &PlanBuilder::pushKernel(Operation *op, StringRef name, ValueRange inputs,
-                                    int64_t numel) {
+LogicalResult PlanBuilder::addKernel(Operation *op, ValueRange inputs, int64_t numel) {
+  const codegen::Target target = plan.isCuda() ? codegen::Target::Cuda : codegen::Target::Cpu;
+  const codegen::DescribedKernel d = codegen::describeKernel(op, target);
+  std::string src = codegen::emitKernel(op, d, target, error);
+  if (src.empty())
+    return failure();
+  if (plan.isCuda())
+    plan.cudaSources.push_back(codegen::cudaPrelude() + src);
+  else
+    plan.cpuSource += src;
   KernelStep step;
-  step.name = name.str();
+  step.name = op->getAttrOfType<StringAttr>("sym_name").str();
   for (Value in : inputs)
     step.inputs.push_back(valueId(in));
   for (Value r : op->getResults())
     step.outputs.push_back(valueId(r));
   step.numel = numel;
+  step.checks = d.desc.checks;
+  step.block = d.desc.launch.block;
+  step.vector = d.desc.vector;
+  step.grid = d.desc.launch.grid;
   plan.steps.push_back({Step::Kernel, (int)plan.kernels.size()});
   plan.kernels.push_back(std::move(step));
-  return plan.kernels.back();
-}
-
-LogicalResult PlanBuilder::addKernel(tgk::KernelOp k) {
-  std::string src = plan.isCuda() ? codegen::emitCudaKernel(k, error)
-                                  : codegen::emitCpuKernel(k, error);
-  if (src.empty())
-    return failure();
-  if (plan.isCuda())
-    plan.cudaSources.push_back(codegen::cudaPrelude() + src);
-  else
-    plan.cpuSource += src;
-  KernelStep &step = pushKernel(k, k.getSymName(), k.getInputs(), k.getNumIterations());
-  k.walk([&](tgk::CheckIndexOp c) { // in the order the emitter numbers them
-    step.checks.push_back({c.getDim(), (int64_t)c.getSize(), c.getWrap(), c.getOrigin().str()});
-  });
-  if (auto s = k.getScheduleAttr()) {
-    step.block = s.getBlock();
-    step.vector = s.getVector();
-  }
-  setCudaLaunch(k, step);
-  return success();
-}
-
-void PlanBuilder::setCudaLaunch(Operation *k, KernelStep &step) {
-  if (!plan.isCuda())
-    return;
-  codegen::CudaLaunch launch = codegen::cudaLaunch(k);
-  step.grid = launch.grid;
-  step.block = launch.block;
-}
-
-LogicalResult PlanBuilder::addRowKernel(tgk::RowKernelOp k) {
-  std::string src = plan.isCuda() ? codegen::emitCudaRowKernel(k, error)
-                                  : codegen::emitCpuRowKernel(k, error);
-  if (src.empty())
-    return failure();
-  if (plan.isCuda())
-    plan.cudaSources.push_back(codegen::cudaPrelude() + src);
-  else
-    plan.cpuSource += src;
-  KernelStep &step = pushKernel(k, k.getSymName(), k.getInputs(), k.getNumRows() * k.getRowSize());
-  k.walk([&](tgk::CheckIndexOp c) {
-    step.checks.push_back({c.getDim(), (int64_t)c.getSize(), c.getWrap(), c.getOrigin().str()});
-  });
-  setCudaLaunch(k, step);
-  return success();
-}
-
-LogicalResult PlanBuilder::addScatterAdd(tgk::ScatterAddKernelOp k) {
-  if (plan.isCuda())
-    plan.cudaSources.push_back(codegen::cudaPrelude() + codegen::emitCudaScatterAddKernel(k));
-  else
-    plan.cpuSource += codegen::emitCpuScatterAddKernel(k);
-  auto self = cast<ShapedType>(k.getSelf().getType());
-  int64_t dim = k.getDim();
-  SmallVector<Value, 3> inputs = {k.getSelf(), k.getIndex(), k.getSrc()};
-  KernelStep &step = pushKernel(k, k.getSymName(), inputs, self.getNumElements());
-  step.checks.push_back({dim, self.getDimSize(dim), false, "aten::scatter_add"});
-  setCudaLaunch(k, step);
   return success();
 }
 
@@ -230,11 +179,12 @@ LogicalResult PlanBuilder::build(func::FuncOp fn) {
   for (Operation &op : fn.getBody().front()) {
     LogicalResult r = success();
     if (auto k = dyn_cast<tgk::KernelOp>(op))
-      r = addKernel(k);
+      r = addKernel(k, k.getInputs(), k.getNumIterations());
     else if (auto rk = dyn_cast<tgk::RowKernelOp>(op))
-      r = addRowKernel(rk);
+      r = addKernel(rk, rk.getInputs(), rk.getNumRows() * rk.getRowSize());
     else if (auto sk = dyn_cast<tgk::ScatterAddKernelOp>(op))
-      r = addScatterAdd(sk);
+      r = addKernel(sk, ValueRange{sk.getSelf(), sk.getIndex(), sk.getSrc()},
+                    cast<ShapedType>(sk.getSelf().getType()).getNumElements());
     else if (auto e = dyn_cast<tg::ExternOp>(op))
       r = addExtern(e);
     else if (auto ret = dyn_cast<func::ReturnOp>(op))

@@ -1,6 +1,7 @@
 // CUDA codegen choices that need no GPU to check: vector width, index type,
 // launch configs, NVRTC's targets, parallel compiles and the kernel log.
 #include "compiler/pipeline/Pipeline.h"
+#include "runtime/ContiguousStrides.h"
 #include "runtime/Nvrtc.h"
 
 #include <gtest/gtest.h>
@@ -17,15 +18,9 @@ namespace {
 Segment squareRelu(std::vector<int64_t> sizes, DType t, std::vector<int64_t> strides = {}) {
   Segment s;
   s.device = "cuda";
-  if (strides.empty()) {
-    strides.assign(sizes.size(), 1);
-    for (int d = (int)sizes.size() - 2; d >= 0; --d)
-      strides[d] = strides[d + 1] * sizes[d + 1];
-  }
-  TensorSpec in{sizes, strides, t}, out{sizes, {}, t};
-  out.strides.assign(sizes.size(), 1);
-  for (int d = (int)sizes.size() - 2; d >= 0; --d)
-    out.strides[d] = out.strides[d + 1] * sizes[d + 1];
+  if (strides.empty())
+    strides = contiguousStrides(sizes);
+  TensorSpec in{sizes, strides, t}, out{sizes, contiguousStrides(sizes), t};
   s.values = {in, out, out};
   s.inputs = {0};
   ArgValue x, y;

@@ -36,6 +36,26 @@ TEST(MemoryPlan, ChainPingPongs) {
     EXPECT_NE(mp.offset[v], mp.offset[v + 1]) << "a kernel's input and output never share bytes";
 }
 
+TEST(MemoryPlan, EachIntermediateIsReleasedAfterItsLastUse) {
+  // The executor releases from this list: the same liveness as the arena's.
+  Plan p = chain(5);
+  ExternStep e; // step 5 reads %2 again and writes %6, which nothing reads
+  ArgValue a;
+  a.kind = ArgValue::Tensor;
+  a.tensors = {2};
+  e.op = "aten::neg";
+  e.args = {a};
+  e.outputs = {6};
+  p.values.push_back({{1024}, {1}, DType::Float32});
+  p.externs.push_back(e);
+  p.steps.push_back({Step::Extern, 0});
+  MemoryPlan mp = planMemory(p, {false});
+  std::vector<std::vector<int>> want = {{}, {1}, {}, {3}, {4}, {2, 6}};
+  EXPECT_EQ(mp.releaseAfter, want) << "inputs and outputs are never released";
+  EXPECT_NE(mp.offset[2], mp.offset[3]) << "%2 lives until step 5";
+  EXPECT_NE(mp.offset[2], mp.offset[4]);
+}
+
 TEST(MemoryPlan, LiveBuffersNeverOverlap) {
   // k0 and k1 both read the input; k2 reads both results: all three alive.
   Plan p;

@@ -1,5 +1,6 @@
 //===- TGKDialect.cpp - the `tgk` dialect, its ops and verifiers ----------===//
 #include "dialects/TGK/IR/TGKDialect.h"
+#include "runtime/ContiguousStrides.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/DialectImplementation.h"
@@ -61,6 +62,18 @@ int64_t KernelOp::getNumIterations() {
   for (int64_t d : getIterationShape())
     n *= d;
   return n;
+}
+
+bool KernelOp::isLinear() {
+  std::vector<int64_t> contiguous = tgc::contiguousStrides(getIterationShape());
+  for (auto [map, s] :
+       llvm::zip(getIndexingMaps().getAsValueRange<AffineMapAttr>(), getInputStrides()))
+    if (!map.isIdentity() || cast<DenseI64ArrayAttr>(s).asArrayRef() != ArrayRef(contiguous))
+      return false;
+  for (Attribute s : getResultStrides())
+    if (cast<DenseI64ArrayAttr>(s).asArrayRef() != ArrayRef(contiguous))
+      return false;
+  return true;
 }
 
 static LogicalResult verifyStrides(KernelOp op, ArrayAttr strides,

@@ -101,6 +101,10 @@ def TGK_KernelOp : TGK_Op<"kernel", [Pure, IsolatedFromAbove,
   let extraClassDeclaration = [{
     /// Number of elements in the iteration space.
     int64_t getNumIterations();
+    /// Whether every buffer is read and written at the linear iteration
+    /// index (identity maps, contiguous strides): the condition for vector
+    /// loads and stores, shared by tgk-schedule and codegen's descriptor.
+    bool isLinear();
   }];
 }
 

@@ -1,24 +1,27 @@
-//===- Engine.cpp - guards, capture, compilation and replay ---------------===//
+//===- Engine.cpp - options, guards, capture and replay -------------------===//
+//
+// A compiled callable (detail::Engine) keeps one Entry per specialization
+// (guard key). An entry holds an Executable (compiler/Executable.h: an
+// inference graph or a training pair, with the tensors capture lifted)
+// replayed by one run path, or says the callable re-traces lazily (graph
+// breaks), or why it runs eagerly. Every eager run goes through fallBack().
+//
+//===----------------------------------------------------------------------===//
 #include "tgc/tgc.h"
 
+#include "compiler/Executable.h"
 #include "compiler/capture/Tracer.h"
-#include "compiler/pipeline/Pipeline.h"
-#include "compiler/training/Partition.h"
-#include "runtime/ArtifactCache.h"
-#include "runtime/Counters.h"
-#include "runtime/Executor.h"
-#include "runtime/Log.h"
-#include "runtime/TrainingGraph.h"
 
 #include <ATen/core/grad_mode.h>
 #include <c10/util/Exception.h>
 
 #include <atomic>
 #include <cstdlib>
-#include <filesystem>
-#include <fstream>
+#include <iterator>
 #include <mutex>
+#include <optional>
 #include <sstream>
+#include <stdexcept>
 #include <unordered_map>
 
 namespace tgc {
@@ -26,24 +29,17 @@ namespace tgc {
 Stats stats() {
   Counters &c = counters();
   Stats s;
-  s.graphs_compiled = c.graphsCompiled;
-  s.kernels_compiled = c.kernelsCompiled;
-  s.graph_breaks = c.graphBreaks;
-  s.recompiles = c.recompiles;
-  s.cache_hits_memory = c.cacheHitsMemory;
-  s.cache_hits_disk = c.cacheHitsDisk;
-  s.eager_fallbacks = c.eagerFallbacks;
-  s.kernel_launches = c.kernelLaunches;
-  s.extern_calls = c.externCalls;
-  s.view_calls = c.viewCalls;
-  s.arena_bytes = c.arenaBytes;
-  s.unshared_bytes = c.unsharedBytes;
-  s.captures = c.captures;
-  s.pipelines_run = c.pipelinesRun;
-  s.training_graphs = c.trainingGraphs;
-  s.saved_activation_bytes = c.savedBytes;
-  s.recomputed_ops = c.recomputedOps;
+#define TGC_COUNTER(name, member, doc) s.name = c.member;
+#include "tgc/Counters.def"
   return s;
+}
+
+std::string Stats::str() const {
+  const int64_t values[] = {
+#define TGC_COUNTER(name, member, doc) name,
+#include "tgc/Counters.def"
+  };
+  return countersText(values);
 }
 
 namespace {
@@ -55,58 +51,55 @@ std::vector<detail::Engine *> &registry() {
   return engines;
 }
 
-/// One specialization of a callable (one guard key).
-struct Entry {
-  /// Single-segment captures replay this plan without running user code.
-  std::shared_ptr<CompiledGraph> graph;
-  /// ... or, when something requires grad, this forward/backward pair.
-  std::shared_ptr<const TrainingGraph> training;
-  std::vector<bool> liftedGrad; ///< requires_grad of the lifted tensors when captured
-  std::vector<at::Tensor> lifted;    ///< captured tensors, extra inputs
-  std::vector<TensorSpec> liftedSpecs; ///< their layout when captured
-  /// Captures with graph breaks re-run the user code each call, tracing
-  /// lazily; their segments come from the segment cache.
-  bool lazy = false;
-  /// The graph's last outputs are guards of predicted host reads (see
-  /// TraceContext::allowSpeculation): all false, or the call runs eagerly.
-  size_t guards = 0;
-  /// Whether capture predicts host reads; false once a prediction had to be
-  /// dropped, so lazy calls do not capture twice each time.
-  std::atomic<bool> predict{true};
-  std::string reason; ///< why it runs eagerly (graph and lazy unset)
+/// Each Mode: its name in cache keys and logs, and what is missing when
+/// it is not implemented yet (it then compiles as Default).
+struct ModeInfo {
+  Mode mode;
+  const char *name;
+  const char *missing;
+};
+constexpr ModeInfo kModes[] = {
+    {Mode::Default, "default", nullptr},
+    {Mode::ReduceOverhead, "reduce-overhead", "CUDA graphs are not implemented yet"},
+    {Mode::MaxAutotune, "max-autotune", "autotuning is not implemented yet (issue 18)"},
 };
 
-/// After SpeculationAborted: this callable captures without predictions.
-void dropPredictions(Entry &entry, const std::string &why) {
-  log("graph_breaks", "capturing again without predictions: " + why);
-  entry.predict = false;
+const ModeInfo &modeInfo(Mode mode) {
+  for (const ModeInfo &m : kModes)
+    if (m.mode == mode)
+      return m;
+  throw std::invalid_argument("tgc::compile: unknown Options::mode " +
+                              std::to_string(static_cast<int>(mode)));
 }
 
-/// Removes the `guards` last outputs; false when a guard failed (then the
-/// outputs are not the program's and the call must run eagerly).
-bool guardsHold(std::vector<at::Tensor> &outputs, size_t guards) {
-  bool hold = true;
-  for (size_t i = outputs.size() - guards; i < outputs.size(); ++i)
-    hold = hold && !outputs[i].item<bool>();
-  outputs.resize(outputs.size() - guards);
-  if (!hold) {
-    counters().eagerFallbacks++;
-    log("fallbacks", "a predicted host read did not hold (equal(x, x) on a tensor with a NaN); "
-                     "this call runs eagerly");
+/// Says once per process and mode that a mode compiles as Default.
+void warnUnimplemented(const ModeInfo &m) {
+  static std::once_flag once[std::size(kModes)];
+  if (m.missing)
+    std::call_once(once[&m - kModes], [&] {
+      warn(std::string("mode ") + m.name + ": " + m.missing + "; compiling as mode default");
+    });
+}
+
+/// The device type Backend asks for, or nullopt for Auto.
+std::optional<c10::DeviceType> backendDevice(Backend b) {
+  switch (b) {
+  case Backend::Auto: return std::nullopt;
+  case Backend::Cpu: return c10::DeviceType::CPU;
+  case Backend::Cuda: return c10::DeviceType::CUDA;
   }
-  return hold;
+  throw std::invalid_argument("tgc::compile: unknown Options::backend");
 }
 
-TensorSpec specOf(const at::Tensor &t) {
-  TensorSpec s;
-  s.sizes = t.sizes().vec();
-  s.strides = t.strides().vec();
-  fromScalarType(t.scalar_type(), s.dtype);
-  return s;
-}
-
-bool sameSpec(const TensorSpec &a, const TensorSpec &b) {
-  return a.sizes == b.sizes && a.strides == b.strides && a.dtype == b.dtype;
+/// Throws when an input is not on the device `options.backend` asks for.
+void checkBackend(const Options &options, const std::vector<at::Tensor> &inputs) {
+  std::optional<c10::DeviceType> want = backendDevice(options.backend);
+  for (size_t i = 0; want && i < inputs.size(); ++i)
+    if (inputs[i].defined() && inputs[i].device().type() != *want)
+      throw std::invalid_argument(
+          "tgc: this callable was compiled with Options::backend = " +
+          c10::DeviceTypeName(*want) + " but tensor input " + std::to_string(i) + " is on " +
+          inputs[i].device().str() + "; move the inputs there or use Backend::Auto");
 }
 
 /// The guard key: everything a compiled graph is specialized on.
@@ -125,204 +118,6 @@ std::string guardKey(const std::vector<at::Tensor> &inputs,
   return k.str();
 }
 
-void dumpDebug(const PipelineResult &r, const Segment &seg) {
-  const char *dir = std::getenv("TGC_DEBUG_DIR");
-  if (!dir || !*dir)
-    return;
-  static std::atomic<int> counter{0};
-  std::filesystem::create_directories(dir);
-  std::string stem = std::string(dir) + "/graph" + std::to_string(counter++);
-  std::ofstream(stem + ".segment.txt") << seg.str();
-  std::ofstream(stem + ".tg.mlir") << r.importedIR;
-  std::ofstream(stem + ".tgk.mlir") << r.finalIR;
-  std::ofstream(stem + ".plan.txt") << r.plan.str();
-  if (!r.plan.cpuSource.empty())
-    std::ofstream(stem + ".cpp") << r.plan.cpuSource;
-  for (size_t i = 0; i < r.plan.cudaSources.size(); ++i)
-    std::ofstream(stem + ".k" + std::to_string(i) + ".cu") << r.plan.cudaSources[i];
-}
-
-/// Values built once per key and shared by every engine. Concurrent misses
-/// may each build; the first value stored wins.
-template <class V> class Memo {
-public:
-  /// The value of `key`, built by `build()` on a miss; `hit()` runs on hits.
-  template <class Build, class Hit> V get(const std::string &key, Build build, Hit hit) {
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      auto it = values_.find(key);
-      if (it != values_.end()) {
-        hit();
-        return it->second;
-      }
-    }
-    V v = build();
-    std::lock_guard<std::mutex> lock(mutex_);
-    return values_.emplace(key, std::move(v)).first->second;
-  }
-  void clear() {
-    std::lock_guard<std::mutex> lock(mutex_);
-    values_.clear();
-  }
-
-private:
-  std::mutex mutex_;
-  std::unordered_map<std::string, V> values_;
-};
-
-/// Compiled segments by structural key: the same graph reached from two
-/// callables (or twice lazily) compiles once.
-class SegmentCache {
-public:
-  std::shared_ptr<CompiledGraph> get(const Segment &seg) {
-    return graphs_.get(seg.structuralKey(), [&] { return compile(seg); },
-                       [] { counters().cacheHitsMemory++; });
-  }
-  void clear() { graphs_.clear(); }
-
-private:
-  /// The graph layer key of a segment.
-  static std::string graphKey(const Segment &seg) {
-    KeyInputs k = baseKeyInputs();
-    k.content = seg.structuralKey();
-    k.arch = seg.device;
-    k.options = "mode=default";
-    return buildKey(k);
-  }
-
-  /// A plan from the graph layer of the disk cache, or from the pipeline
-  /// (then stored there).
-  static bool planFor(const Segment &seg, Plan &plan, std::string &error) {
-    std::string key = graphKey(seg);
-    ArtifactCache &cache = ArtifactCache::instance();
-    if (std::optional<std::string> bytes = cache.get(Layer::Graph, key)) {
-      if (deserializePlan(*bytes, plan, error)) {
-        counters().cacheHitsDisk++;
-        return true;
-      }
-      warn("cached graph " + key + " does not parse (" + error + "); recompiling it");
-    }
-    counters().pipelinesRun++;
-    PipelineResult r = runPipeline(seg);
-    dumpDebug(r, seg);
-    if (!r.ok) {
-      error = r.error;
-      return false;
-    }
-    plan = std::move(r.plan);
-    cache.put(Layer::Graph, key, serializePlan(plan));
-    return true;
-  }
-
-  static std::shared_ptr<CompiledGraph> compile(const Segment &seg) {
-    Plan plan;
-    std::string error;
-    std::shared_ptr<CompiledGraph> g;
-    if (planFor(seg, plan, error))
-      g = CompiledGraph::load(std::move(plan), error);
-    if (g) {
-      counters().graphsCompiled++;
-      counters().kernelsCompiled += g->kernelsCompiled();
-      return g;
-    }
-    // Nothing is lost: the segment's ops run through ATen as eager would.
-    log("fallbacks", "segment runs op by op through ATen: " + error);
-    counters().eagerFallbacks++;
-    g = CompiledGraph::load(seg.toExternPlan(), error);
-    TORCH_CHECK(g, "tgc: cannot run a captured segment: ", error);
-    return g;
-  }
-  Memo<std::shared_ptr<CompiledGraph>> graphs_;
-};
-
-SegmentCache &segmentCache() {
-  static SegmentCache cache;
-  return cache;
-}
-
-/// Whether a graph on `inputs` must be differentiable.
-bool needsTraining(const std::vector<at::Tensor> &inputs) {
-  if (!at::GradMode::is_enabled())
-    return false;
-  for (const at::Tensor &t : inputs)
-    if (t.defined() && t.requires_grad())
-      return true;
-  return false;
-}
-
-/// Training graphs by segment and requires_grad pattern: a joint graph from
-/// autograd, partitioned by the min-cut, both halves compiled (and cached
-/// like any graph). Null with `error` when autograd cannot run on the graph.
-class TrainingCache {
-public:
-  std::shared_ptr<const TrainingGraph> get(const Segment &seg, const std::vector<at::Tensor> &inputs,
-                                           std::string &error) {
-    std::vector<bool> grad;
-    std::string key = seg.structuralKey() + "|grad:";
-    for (const at::Tensor &t : inputs) {
-      grad.push_back(t.requires_grad());
-      key += t.requires_grad() ? '1' : '0';
-    }
-    Built b = graphs_.get(key, [&] {
-      Built fresh;
-      fresh.graph = build(seg, grad, fresh.error);
-      return fresh;
-    }, [] {});
-    error = b.error;
-    return b.graph;
-  }
-  void clear() { graphs_.clear(); }
-
-private:
-  static std::shared_ptr<const TrainingGraph> build(const Segment &seg, const std::vector<bool> &grad,
-                                                    std::string &error) {
-    JointGraph joint;
-    if (!buildJointGraph(seg, grad, joint, error))
-      return nullptr;
-    TrainingPartition p = partitionJoint(joint);
-    auto g = std::make_shared<TrainingGraph>();
-    g->forward = segmentCache().get(p.forward);
-    g->backward = segmentCache().get(p.backward);
-    g->layout = p.layout;
-    counters().trainingGraphs++;
-    counters().savedBytes = p.layout.savedBytes;
-    counters().recomputedOps = p.recomputedNodes;
-    log("training", "training graph: forward " + std::to_string(p.forward.nodes.size()) +
-                        " ops, backward " + std::to_string(p.backward.nodes.size()) + " ops (" +
-                        std::to_string(p.recomputedNodes) + " recomputed), " +
-                        std::to_string(p.layout.savedBytes) + " bytes saved");
-    return g;
-  }
-  /// A training graph, or why there is none (kept: a graph autograd
-  /// cannot run on is not retried each call).
-  struct Built {
-    std::shared_ptr<const TrainingGraph> graph;
-    std::string error;
-  };
-  Memo<Built> graphs_;
-};
-
-TrainingCache &trainingCache() {
-  static TrainingCache cache;
-  return cache;
-}
-
-std::vector<at::Tensor> runSegment(const Segment &seg,
-                                   const std::vector<at::Tensor> &inputs) {
-  if (needsTraining(inputs)) {
-    std::string error;
-    if (auto g = trainingCache().get(seg, inputs, error))
-      return applyTraining(g, inputs);
-    // Op by op through the dispatcher: autograd records every op.
-    log("fallbacks", "segment runs op by op through ATen for autograd: " + error);
-    counters().eagerFallbacks++;
-    std::shared_ptr<CompiledGraph> ops = CompiledGraph::load(seg.toExternPlan(), error);
-    TORCH_CHECK(ops, "tgc: cannot run a captured segment: ", error);
-    return ops->run(inputs);
-  }
-  return segmentCache().get(seg)->run(inputs);
-}
-
 std::string deviceOf(const std::vector<at::Tensor> &inputs) {
   for (const at::Tensor &t : inputs)
     if (t.defined())
@@ -330,10 +125,30 @@ std::string deviceOf(const std::vector<at::Tensor> &inputs) {
   return "cpu";
 }
 
+/// One specialization of a callable (one guard key).
+struct Entry {
+  /// Single-segment captures replay this without running user code.
+  Executable exe;
+  /// Captures with graph breaks re-run the user code each call, tracing
+  /// lazily; their segments come from the segment cache.
+  bool lazy = false;
+  /// Whether capture predicts host reads; false once a prediction had to be
+  /// dropped, so lazy calls do not capture twice each time.
+  std::atomic<bool> predict{true};
+  std::string reason; ///< why it runs eagerly (exe empty and not lazy)
+};
+
+/// After SpeculationAborted: this callable captures without predictions.
+void dropPredictions(Entry &entry, const std::string &why) {
+  log("graph_breaks", "capturing again without predictions: " + why);
+  entry.predict = false;
+}
+
 } // namespace
 
 struct detail::Engine::Impl {
   Options options;
+  CompileConfig config;
   std::mutex mutex;
   std::unordered_map<std::string, std::shared_ptr<Entry>> entries;
   int compiles = 0;
@@ -348,21 +163,47 @@ struct detail::Engine::Impl {
     }
     return "";
   }
+  /// The entry of guard key `key`; on a miss a new one, `fresh` when it is
+  /// to be captured (else it runs eagerly, with its reason).
+  std::shared_ptr<Entry> lookup(const std::string &key, const std::vector<at::Tensor> &inputs,
+                                bool &fresh);
+  /// Captures a fresh entry's first call and publishes the entry.
+  std::vector<at::Tensor> captureFresh(const std::string &key, const std::vector<at::Tensor> &inputs,
+                                       const Body &body, const std::shared_ptr<Entry> &entry);
   /// Captures `body` on `inputs`, running it; returns the real outputs and
   /// fills `entry` with how to run this specialization next time.
   std::vector<at::Tensor> capture(const std::vector<at::Tensor> &inputs,
                                   const Body &body, Entry &entry);
+  /// Runs `body` under the tracer into `ctx`, with the real outputs in
+  /// `reals`; false (with `entry.reason`) when capture failed before any
+  /// break, so running eagerly loses nothing.
+  bool trace(const std::vector<at::Tensor> &inputs, const Body &body, Entry &entry,
+             std::unique_ptr<TraceContext> &ctx, std::vector<at::Tensor> &reals);
 };
 
-std::vector<at::Tensor>
-detail::Engine::Impl::capture(const std::vector<at::Tensor> &inputs,
-                              const Body &body, Entry &entry) {
-  counters().captures++;
+namespace {
+
+/// `exe` on `inputs`, or the user code eagerly when a guard of a predicted
+/// host read fails.
+std::vector<at::Tensor> runOrFallBack(const Executable &exe, const std::vector<at::Tensor> &inputs,
+                                      const detail::Engine::Body &body) {
+  if (std::optional<std::vector<at::Tensor>> outs = exe.run(inputs))
+    return std::move(*outs);
+  return fallBack("a predicted host read did not hold (equal(x, x) on a tensor with a NaN); "
+                  "this call runs eagerly",
+                  [&] { return body(inputs); });
+}
+
+} // namespace
+
+bool detail::Engine::Impl::trace(const std::vector<at::Tensor> &inputs, const Body &body,
+                                 Entry &entry, std::unique_ptr<TraceContext> &ctx,
+                                 std::vector<at::Tensor> &reals) {
   SegmentRunner runner;
   if (!options.fullgraph)
-    runner = runSegment;
-  std::unique_ptr<TraceContext> ctx;
-  std::vector<at::Tensor> reals;
+    runner = [this](const Segment &seg, const std::vector<at::Tensor> &in) {
+      return runSegment(seg, in, config);
+    };
   // First with host reads predicted where capture can (one graph instead of
   // a break); if a break or a write follows a prediction, nothing real has
   // run yet, so capture again without.
@@ -373,59 +214,111 @@ detail::Engine::Impl::capture(const std::vector<at::Tensor> &inputs,
       TraceGuard guard(*ctx);
       std::vector<at::Tensor> outputs = body(ctx->makeInputs(inputs));
       reals = ctx->finish(outputs);
-      break;
+      return true;
     } catch (const c10::Error &e) {
       if (ctx->aborted()) { // rewrapped on its way out (TorchScript's interpreter)
         dropPredictions(entry, e.what_without_backtrace());
         continue;
       }
-      // Capture ran nothing yet (no break): running eagerly loses nothing.
       if (ctx->hadBreaks() || options.fullgraph)
         throw;
       entry.reason = std::string("capture failed: ") + e.what_without_backtrace();
-      log("fallbacks", "running eagerly: " + entry.reason);
-      counters().eagerFallbacks++;
-      return body(inputs);
+      return false;
     } catch (const std::exception &e) {
       if (!ctx->aborted())
         throw;
       dropPredictions(entry, e.what());
     }
   }
+  return true;
+}
+
+std::vector<at::Tensor>
+detail::Engine::Impl::capture(const std::vector<at::Tensor> &inputs,
+                              const Body &body, Entry &entry) {
+  counters().captures++;
+  std::unique_ptr<TraceContext> ctx;
+  std::vector<at::Tensor> reals;
+  if (!trace(inputs, body, entry, ctx, reals))
+    return fallBack("running eagerly: " + entry.reason, [&] { return body(inputs); });
   if (ctx->hadBreaks()) {
     entry.lazy = true;
     return reals;
   }
-  entry.guards = ctx->guards().size();
-  entry.lifted = ctx->lifted();
-  for (const at::Tensor &t : entry.lifted) {
-    entry.liftedSpecs.push_back(specOf(t));
-    entry.liftedGrad.push_back(t.requires_grad());
-  }
+  entry.exe.guards = ctx->guards().size();
+  entry.exe.lift(ctx->lifted());
   std::vector<at::Tensor> all = inputs;
-  all.insert(all.end(), entry.lifted.begin(), entry.lifted.end());
-  std::vector<at::Tensor> outs;
-  if (needsTraining(all)) {
-    std::string error;
-    entry.training = trainingCache().get(ctx->segment(), all, error);
-    if (!entry.training) {
-      entry.reason = "compiled training is unavailable for this graph: " + error;
-      log("fallbacks", "running eagerly: " + entry.reason);
-      counters().eagerFallbacks++;
-      return body(inputs);
-    }
-    outs = applyTraining(entry.training, all);
-  } else {
-    entry.graph = segmentCache().get(ctx->segment());
-    outs = entry.graph->run(all);
+  all.insert(all.end(), entry.exe.lifted.begin(), entry.exe.lifted.end());
+  if (!compileSegment(ctx->segment(), all, config, entry.exe, entry.reason))
+    return fallBack("running eagerly: " + entry.reason, [&] { return body(inputs); });
+  return runOrFallBack(entry.exe, inputs, body);
+}
+
+std::shared_ptr<Entry> detail::Engine::Impl::lookup(const std::string &key,
+                                                    const std::vector<at::Tensor> &inputs,
+                                                    bool &fresh) {
+  std::lock_guard<std::mutex> lock(mutex);
+  auto it = entries.find(key);
+  // A captured tensor resized, re-strided or (un)frozen since: capture again.
+  if (it != entries.end() && !it->second->exe.stale()) {
+    if (it->second->exe)
+      counters().cacheHitsMemory++;
+    return it->second;
   }
-  return guardsHold(outs, entry.guards) ? outs : body(inputs);
+  checkBackend(options, inputs);
+  auto entry = std::make_shared<Entry>();
+  if (compiles >= options.recompile_limit) {
+    if (!limitLogged)
+      warn("recompile_limit (" + std::to_string(options.recompile_limit) +
+           ") reached; this callable runs eagerly for new input properties. "
+           "The guard that kept failing was the input signature " + key);
+    limitLogged = true;
+    entry->reason = "recompile_limit reached";
+    return entry;
+  }
+  if (compiles > 0) {
+    counters().recompiles++;
+    log("recompiles", "guard miss, recompiling for " + key);
+  }
+  compiles++;
+  entry->reason = unsupported(inputs);
+  fresh = entry->reason.empty();
+  if (!fresh)
+    entries[key] = entry;
+  return entry;
+}
+
+std::vector<at::Tensor>
+detail::Engine::Impl::captureFresh(const std::string &key, const std::vector<at::Tensor> &inputs,
+                                   const Body &body, const std::shared_ptr<Entry> &entry) {
+  // The first call of a specialization captures and runs it, then publishes
+  // the entry; concurrent first calls each capture (the segment cache
+  // compiles each graph once) and the first published entry wins.
+  try {
+    std::vector<at::Tensor> out = capture(inputs, body, *entry);
+    std::lock_guard<std::mutex> lock(mutex);
+    entries.emplace(key, entry);
+    return out;
+  } catch (const GraphBreak &b) {
+    TORCH_CHECK(!options.fullgraph, "tgc::compile(fullgraph=true): graph break at ", b.op, ": ",
+                b.reason);
+    throw;
+  }
 }
 
 detail::Engine::Engine(Options options) : impl_(std::make_unique<Impl>()) {
+  if (options.dynamic)
+    throw std::invalid_argument(
+        "tgc::compile: Options::dynamic = true is not implemented yet (issue 19, symbolic "
+        "shapes); leave it false: shapes are specialized and each new shape recompiles, up to "
+        "recompile_limit");
+  backendDevice(options.backend); // rejects a value outside the enum
+  const ModeInfo &mode = modeInfo(options.mode);
+  warnUnimplemented(mode);
+  impl_->config.options = std::string("mode=") + mode.name;
+  if (!options.cache_dir.empty())
+    impl_->config.cache = &ArtifactCache::forDirectory(options.cache_dir);
   impl_->options = std::move(options);
-  if (!impl_->options.cache_dir.empty())
-    setenv("TGC_CACHE_DIR", impl_->options.cache_dir.c_str(), 1);
   std::lock_guard<std::mutex> lock(registryMutex);
   registry().push_back(this);
 }
@@ -440,70 +333,12 @@ std::vector<at::Tensor>
 detail::Engine::call(const std::vector<at::Tensor> &inputs,
                      const std::string &scalarKey, const Body &body) {
   std::string key = guardKey(inputs, scalarKey);
-  std::shared_ptr<Entry> entry;
   bool fresh = false;
-  {
-    std::lock_guard<std::mutex> lock(impl_->mutex);
-    auto it = impl_->entries.find(key);
-    if (it != impl_->entries.end()) {
-      entry = it->second;
-      // A captured tensor resized, re-strided or (un)frozen since: capture again.
-      bool replays = entry->graph || entry->training;
-      for (size_t i = 0; replays && i < entry->lifted.size(); ++i)
-        if (!sameSpec(specOf(entry->lifted[i]), entry->liftedSpecs[i]) ||
-            entry->lifted[i].requires_grad() != entry->liftedGrad[i]) {
-          entry = nullptr;
-          break;
-        }
-    }
-    if (entry) {
-      if (entry->graph || entry->training)
-        counters().cacheHitsMemory++;
-    } else if (impl_->compiles >= impl_->options.recompile_limit) {
-      if (!impl_->limitLogged)
-        warn("recompile_limit (" + std::to_string(impl_->options.recompile_limit) +
-             ") reached; this callable runs eagerly for new input properties. "
-             "The guard that kept failing was the input signature " + key);
-      impl_->limitLogged = true;
-      entry = std::make_shared<Entry>();
-      entry->reason = "recompile_limit reached";
-    } else {
-      if (impl_->compiles > 0) {
-        counters().recompiles++;
-        log("recompiles", "guard miss, recompiling for " + key);
-      }
-      impl_->compiles++;
-      entry = std::make_shared<Entry>();
-      entry->reason = impl_->unsupported(inputs);
-      if (!entry->reason.empty())
-        log("fallbacks", "running eagerly: " + entry->reason);
-      fresh = entry->reason.empty();
-      if (!fresh)
-        impl_->entries[key] = entry;
-    }
-  }
-  if (fresh) {
-    // The first call of a specialization captures and runs it, then
-    // publishes the entry; concurrent first calls each capture (the segment
-    // cache compiles each graph once) and the first published entry wins.
-    try {
-      std::vector<at::Tensor> out = impl_->capture(inputs, body, *entry);
-      std::lock_guard<std::mutex> lock(impl_->mutex);
-      impl_->entries.emplace(key, entry);
-      return out;
-    } catch (const GraphBreak &b) {
-      TORCH_CHECK(!impl_->options.fullgraph, "tgc::compile(fullgraph=true): graph break at ",
-                  b.op, ": ", b.reason);
-      throw;
-    }
-  }
-  if (entry->graph || entry->training) {
-    std::vector<at::Tensor> all = inputs;
-    all.insert(all.end(), entry->lifted.begin(), entry->lifted.end());
-    std::vector<at::Tensor> outs =
-        entry->training ? applyTraining(entry->training, all) : entry->graph->run(all);
-    return guardsHold(outs, entry->guards) ? outs : body(inputs);
-  }
+  std::shared_ptr<Entry> entry = impl_->lookup(key, inputs, fresh);
+  if (fresh)
+    return impl_->captureFresh(key, inputs, body, entry);
+  if (entry->exe)
+    return runOrFallBack(entry->exe, inputs, body);
   if (entry->lazy) {
     Entry scratch;
     scratch.predict = entry->predict.load();
@@ -511,8 +346,7 @@ detail::Engine::call(const std::vector<at::Tensor> &inputs,
     entry->predict = scratch.predict.load();
     return out;
   }
-  counters().eagerFallbacks++;
-  return body(inputs);
+  return fallBack("running eagerly: " + entry->reason, [&] { return body(inputs); });
 }
 
 void reset() {
@@ -521,24 +355,8 @@ void reset() {
     for (detail::Engine *e : registry())
       e->clear();
   }
-  segmentCache().clear();
-  trainingCache().clear();
-  Counters &c = counters();
-  c.graphsCompiled = 0;
-  c.kernelsCompiled = 0;
-  c.graphBreaks = 0;
-  c.recompiles = 0;
-  c.cacheHitsMemory = 0;
-  c.cacheHitsDisk = 0;
-  c.eagerFallbacks = 0;
-  c.kernelLaunches = 0;
-  c.externCalls = 0;
-  c.viewCalls = 0;
-  c.captures = 0;
-  c.pipelinesRun = 0;
-  c.trainingGraphs = 0;
-  c.savedBytes = 0;
-  c.recomputedOps = 0;
+  clearCompiledSegments();
+  resetCounters();
 }
 
 void detail::Engine::clear() {
@@ -548,17 +366,16 @@ void detail::Engine::clear() {
   impl_->limitLogged = false;
 }
 
-} // namespace tgc
-
-namespace tgc {
-
 Explanation detail::explainCall(
     const std::vector<at::Tensor> &inputs,
     const std::function<std::vector<at::Tensor>(const std::vector<at::Tensor> &)> &body) {
+  SegmentRunner runner = [](const Segment &seg, const std::vector<at::Tensor> &in) {
+    return runSegment(seg, in, defaultConfig());
+  };
   // As the JIT captures: predictions first, then without if one is dropped.
   std::unique_ptr<TraceContext> captured;
   for (bool speculate : {true, false}) {
-    auto ctx = std::make_unique<TraceContext>(deviceOf(inputs), runSegment);
+    auto ctx = std::make_unique<TraceContext>(deviceOf(inputs), runner);
     ctx->allowSpeculation(speculate);
     try {
       TraceGuard guard(*ctx);

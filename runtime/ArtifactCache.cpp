@@ -15,6 +15,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <mutex>
 #include <sstream>
 #include <sys/file.h>
@@ -29,34 +30,28 @@ namespace {
 
 constexpr char kMagic[8] = {'T', 'G', 'C', 'A', 'C', 'H', 'E', '1'};
 
-std::atomic<int64_t> processHits{0}, processMisses{0};
-std::once_flag readOnlyWarning;
-
 void appendU32(std::string &s, uint32_t v) { s.append(reinterpret_cast<const char *>(&v), 4); }
 void appendU64(std::string &s, uint64_t v) { s.append(reinterpret_cast<const char *>(&v), 8); }
 
-/// Adds this process's hits and misses to `<dir>/stats` (under flock).
-void persistStats() {
-  if (cacheDisabled() || (processHits == 0 && processMisses == 0))
-    return;
-  std::string path = cacheDir() + "/stats";
-  int fd = ::open(path.c_str(), O_RDWR | O_CREAT, 0644);
-  if (fd < 0)
-    return;
-  if (flock(fd, LOCK_EX) == 0) {
-    char buf[64] = {0};
-    ssize_t n = pread(fd, buf, sizeof buf - 1, 0);
-    long long h = 0, m = 0;
-    if (n > 0)
-      std::sscanf(buf, "%lld %lld", &h, &m);
-    std::string line = std::to_string(h + processHits.load()) + " " +
-                       std::to_string(m + processMisses.load()) + "\n";
-    if (ftruncate(fd, 0) == 0)
-      (void)!pwrite(fd, line.data(), line.size(), 0);
-    flock(fd, LOCK_UN);
-  }
-  ::close(fd);
+/// Every cache object of the process by directory ("" is the environment's).
+/// Never destroyed: compiled callables and the exit handler outlive statics.
+struct Registry {
+  std::mutex mutex;
+  std::map<std::string, ArtifactCache *> caches;
+};
+Registry &registry() {
+  static Registry *r = new Registry;
+  return *r;
 }
+
+void persistAll() {
+  Registry &r = registry();
+  std::lock_guard<std::mutex> lock(r.mutex);
+  for (const auto &[dir, cache] : r.caches)
+    cache->persistStats();
+}
+
+thread_local ArtifactCache *scoped = nullptr;
 
 } // namespace
 
@@ -137,15 +132,56 @@ bool readFile(const std::string &path, std::string &data) {
   return true;
 }
 
-ArtifactCache::ArtifactCache() { std::atexit(persistStats); }
+ArtifactCache::ArtifactCache(std::string dir) : dir_(std::move(dir)) {}
 
-ArtifactCache &ArtifactCache::instance() {
-  static ArtifactCache cache;
-  return cache;
+ArtifactCache &ArtifactCache::instance() { return forDirectory(""); }
+
+ArtifactCache &ArtifactCache::forDirectory(const std::string &dir) {
+  // One object per directory however it is spelled ("c", "./c/", "/abs/c").
+  std::string canonical = dir.empty() ? "" : fs::absolute(dir).lexically_normal().string();
+  if (canonical.size() > 1 && canonical.back() == '/')
+    canonical.pop_back();
+  Registry &r = registry();
+  std::lock_guard<std::mutex> lock(r.mutex);
+  if (r.caches.empty())
+    std::atexit(persistAll);
+  ArtifactCache *&cache = r.caches[canonical];
+  if (!cache)
+    cache = new ArtifactCache(canonical);
+  return *cache;
 }
 
-int64_t ArtifactCache::hits() const { return processHits; }
-int64_t ArtifactCache::misses() const { return processMisses; }
+ArtifactCache &ArtifactCache::current() { return scoped ? *scoped : instance(); }
+
+std::string ArtifactCache::dir() const { return dir_.empty() ? cacheDir() : dir_; }
+
+int64_t ArtifactCache::hits() const { return hits_; }
+int64_t ArtifactCache::misses() const { return misses_; }
+
+void ArtifactCache::persistStats() const {
+  if (cacheDisabled() || (hits_ == 0 && misses_ == 0))
+    return;
+  std::string path = dir() + "/stats";
+  int fd = ::open(path.c_str(), O_RDWR | O_CREAT, 0644);
+  if (fd < 0)
+    return;
+  if (flock(fd, LOCK_EX) == 0) {
+    char buf[64] = {0};
+    ssize_t n = pread(fd, buf, sizeof buf - 1, 0);
+    long long h = 0, m = 0;
+    if (n > 0)
+      std::sscanf(buf, "%lld %lld", &h, &m);
+    std::string line =
+        std::to_string(h + hits_.load()) + " " + std::to_string(m + misses_.load()) + "\n";
+    if (ftruncate(fd, 0) == 0)
+      (void)!pwrite(fd, line.data(), line.size(), 0);
+    flock(fd, LOCK_UN);
+  }
+  ::close(fd);
+}
+
+CacheScope::CacheScope(ArtifactCache &cache) : previous_(scoped) { scoped = &cache; }
+CacheScope::~CacheScope() { scoped = previous_; }
 
 std::string ArtifactCache::pathOf(const std::string &dir, Layer layer, const std::string &key) {
   return dir + "/" + layerName(layer) + "/" + key + ".tgc";
@@ -202,31 +238,31 @@ bool ArtifactCache::verifyEntry(const std::string &path, std::string *why,
 std::optional<std::string> ArtifactCache::get(Layer layer, const std::string &key) {
   if (cacheDisabled())
     return std::nullopt;
-  std::string path = pathOf(cacheDir(), layer, key);
+  std::string path = pathOf(dir(), layer, key);
   std::error_code ec;
   if (!fs::exists(path, ec)) {
-    processMisses++;
+    misses_++;
     return std::nullopt;
   }
   std::string why, payload;
   if (!verifyEntry(path, &why, &payload)) {
     warn("cache entry " + path + " is invalid (" + why + "); evicting and rebuilding it");
     fs::remove(path, ec);
-    processMisses++;
+    misses_++;
     return std::nullopt;
   }
   ::utimensat(AT_FDCWD, path.c_str(), nullptr, 0); // LRU: last use now
-  processHits++;
+  hits_++;
   return payload;
 }
 
 bool ArtifactCache::put(Layer layer, const std::string &key, const std::string &payload) {
   if (cacheDisabled())
     return false;
-  std::string dir = cacheDir();
+  std::string dir = this->dir();
   std::string path = pathOf(dir, layer, key);
   if (!writeFileAtomic(path, encode(layer, key, payload))) {
-    std::call_once(readOnlyWarning, [&] {
+    std::call_once(readOnlyWarning_, [&] {
       warn("cannot write to the cache directory " + dir + " (" + std::strerror(errno) +
            "); hits are still served, misses compile in memory only");
     });

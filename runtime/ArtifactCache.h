@@ -1,7 +1,7 @@
 //===- ArtifactCache.h - compiled artifacts persisted on disk -------------===//
 //
-// One directory (TGC_CACHE_DIR, else $XDG_CACHE_HOME/tgc, else ~/.cache/tgc)
-// with three layers: compiled kernels (shared objects, cubins), compiled
+// One directory (TGC_CACHE_DIR, else $XDG_CACHE_HOME/tgc, else ~/.cache/tgc,
+// or a compiled callable's Options::cache_dir) with three layers: compiled kernels (shared objects, cubins), compiled
 // graphs (serialized Plans that reference kernels by key) and autotune
 // results. Every entry is one file `<layer>/<key>.tgc`: a header naming its
 // layer and key, the payload size and an xxHash64 checksum, then the
@@ -12,7 +12,9 @@
 #ifndef TGC_RUNTIME_ARTIFACTCACHE_H
 #define TGC_RUNTIME_ARTIFACTCACHE_H
 
+#include <atomic>
 #include <cstdint>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -63,11 +65,23 @@ struct EntryInfo {
   int64_t mtime = 0; ///< last use, nanoseconds since the epoch
 };
 
-/// The on-disk cache. Stateless apart from per-process counters and the
-/// one read-only warning; safe to use from many threads and processes.
+/// The on-disk cache of one directory. Stateless apart from per-process
+/// counters and the one read-only warning; safe to use from many threads
+/// and processes.
 class ArtifactCache {
 public:
+  /// The cache of the environment's directory (cacheDir(), read at each use).
   static ArtifactCache &instance();
+  /// The cache of `dir`, one object per directory for the process (so its
+  /// hit/miss counts add up); "" is instance().
+  static ArtifactCache &forDirectory(const std::string &dir);
+  /// The cache this thread's compilations use: the one a CacheScope names,
+  /// else instance(). Kernel builds reach the cache through this, so a
+  /// callable's cache_dir holds its kernels as well as its graphs.
+  static ArtifactCache &current();
+
+  /// The directory this cache reads and writes now.
+  std::string dir() const;
 
   /// The verified payload of `key`, or nullopt (a miss). Corrupt entries
   /// are evicted. A hit refreshes the entry's LRU time.
@@ -90,9 +104,27 @@ public:
 
   int64_t hits() const;
   int64_t misses() const;
+  /// Adds this process's hits and misses to `<dir>/stats` (at exit).
+  void persistStats() const;
 
 private:
-  ArtifactCache();
+  explicit ArtifactCache(std::string dir);
+  std::string dir_; ///< "" follows the environment
+  std::atomic<int64_t> hits_{0}, misses_{0};
+  std::once_flag readOnlyWarning_;
+};
+
+/// While alive, ArtifactCache::current() on this thread is `cache` (scopes
+/// nest). Threads a compilation starts take the scope along explicitly.
+class CacheScope {
+public:
+  explicit CacheScope(ArtifactCache &cache);
+  ~CacheScope();
+  CacheScope(const CacheScope &) = delete;
+  CacheScope &operator=(const CacheScope &) = delete;
+
+private:
+  ArtifactCache *previous_;
 };
 
 } // namespace tgc

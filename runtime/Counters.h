@@ -4,31 +4,26 @@
 
 #include <atomic>
 #include <cstdint>
+#include <string>
 
 namespace tgc {
 
+/// One atomic per line of tgc/Counters.def (member names).
 struct Counters {
-  std::atomic<int64_t> graphsCompiled{0};
-  std::atomic<int64_t> kernelsCompiled{0};
-  std::atomic<int64_t> graphBreaks{0};
-  std::atomic<int64_t> recompiles{0};
-  std::atomic<int64_t> cacheHitsMemory{0};
-  std::atomic<int64_t> cacheHitsDisk{0};
-  std::atomic<int64_t> eagerFallbacks{0};
-  std::atomic<int64_t> kernelLaunches{0};
-  std::atomic<int64_t> externCalls{0}; ///< ATen calls that compute
-  std::atomic<int64_t> viewCalls{0};   ///< ATen view calls (metadata only)
-  std::atomic<int64_t> arenaBytes{0};    ///< arena of the graph loaded last
-  std::atomic<int64_t> unsharedBytes{0}; ///< the same buffers without reuse
-  std::atomic<int64_t> captures{0}; ///< times user code ran under the tracer
-  std::atomic<int64_t> pipelinesRun{0}; ///< MLIR pipelines run (graph-layer misses)
-  std::atomic<int64_t> trainingGraphs{0};
-  std::atomic<int64_t> savedBytes{0};  ///< of the training graph built last
-  std::atomic<int64_t> recomputedOps{0}; ///< of the training graph built last
+#define TGC_COUNTER(name, member, doc) std::atomic<int64_t> member{0};
+#include "tgc/Counters.def"
 };
 
 /// The one instance, shared by the compiler and the runtime.
 Counters &counters();
+
+/// Zeroes every counter, the "of the graph built last" ones included: after
+/// tgc::reset() no compiled graph is left for them to describe.
+void resetCounters();
+
+/// One "name value  (what it counts)" line per counter, public names;
+/// `values` in tgc/Counters.def's order (Stats::str() and TGC_LOG=stats).
+std::string countersText(const int64_t *values);
 
 } // namespace tgc
 

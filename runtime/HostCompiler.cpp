@@ -141,7 +141,7 @@ KeyInputs hostKernelKey(const std::string &source) {
 SharedObjectBytes buildSharedObject(const std::string &source, bool useCache) {
   SharedObjectBytes r;
   r.key = buildKey(hostKernelKey(source));
-  ArtifactCache &cache = ArtifactCache::instance();
+  ArtifactCache &cache = ArtifactCache::current();
   if (useCache)
     if (std::optional<std::string> bytes = cache.get(Layer::Kernel, r.key)) {
       r.bytes = std::move(*bytes);

@@ -9,9 +9,45 @@
 
 namespace tgc {
 
+namespace {
+
+/// TGC_LOG=stats: every counter once, when the process exits (read then, so
+/// a program may enable it at any time).
+void logCountersAtExit() {
+  if (!logEnabled("stats"))
+    return;
+  Counters &c = counters();
+  const int64_t values[] = {
+#define TGC_COUNTER(name, member, doc) c.member.load(),
+#include "tgc/Counters.def"
+  };
+  log("stats", "counters at exit:\n" + countersText(values));
+}
+
+} // namespace
+
 Counters &counters() {
-  static Counters c;
-  return c;
+  static Counters *c = [] {
+    static Counters instance;
+    // Registered after the counters exist, so it runs before they are gone.
+    std::atexit(logCountersAtExit);
+    return &instance;
+  }();
+  return *c;
+}
+
+void resetCounters() {
+  Counters &c = counters();
+#define TGC_COUNTER(name, member, doc) c.member = 0;
+#include "tgc/Counters.def"
+}
+
+std::string countersText(const int64_t *values) {
+  std::ostringstream os;
+  size_t i = 0;
+#define TGC_COUNTER(name, member, doc) os << #name << ' ' << values[i++] << "  (" << doc << ")\n";
+#include "tgc/Counters.def"
+  return os.str();
 }
 
 bool logEnabled(const char *topic) {
@@ -26,9 +62,10 @@ bool logEnabled(const char *topic) {
   return false;
 }
 
+/// Never destroyed: TGC_LOG=stats logs from an exit handler.
 static std::mutex &logMutex() {
-  static std::mutex m;
-  return m;
+  static std::mutex *m = new std::mutex;
+  return *m;
 }
 
 void log(const char *topic, const std::string &message) {

@@ -7,7 +7,8 @@
 namespace tgc {
 
 /// Whether TGC_LOG (comma-separated: graph_breaks, recompiles, kernels,
-/// autotune, perf, fallbacks, or all) enables `topic`.
+/// autotune, perf, fallbacks, cache, training, memory, stats, or all)
+/// enables `topic`. `stats` prints every counter when the process exits.
 bool logEnabled(const char *topic);
 
 /// Writes "[tgc:<topic>] message" to stderr when the topic is enabled.

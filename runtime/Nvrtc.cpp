@@ -121,7 +121,7 @@ NvrtcResult compileCuda(const std::string &source, const std::string &name,
                         const std::string &arch) {
   NvrtcResult r;
   std::string key = buildKey(cudaKernelKey(source, arch));
-  ArtifactCache &cache = ArtifactCache::instance();
+  ArtifactCache &cache = ArtifactCache::current();
   if (std::optional<std::string> entry = cache.get(Layer::Kernel, key)) {
     // Payload: cubin size, cubin, PTX.
     uint64_t n = 0;
@@ -171,7 +171,7 @@ NvrtcResult compileCudaUncached(const std::string &source, const std::string &na
   if (logSize)
     a.nvrtcGetProgramLog(prog, r.log.data());
   if (rc != NVRTC_SUCCESS) {
-    std::string saved = cacheDir() + "/failed/" + name + "." +
+    std::string saved = ArtifactCache::current().dir() + "/failed/" + name + "." +
                         contentHash(source) + ".cu";
     writeFileAtomic(saved, source);
     r.error = "NVRTC failed to compile kernel " + name + " for " + arch +
@@ -220,7 +220,9 @@ std::vector<NvrtcResult> compileCudaAll(const std::vector<std::string> &sources,
   if (threads == 0)
     threads = std::max(1u, std::min(8u, std::thread::hardware_concurrency()));
   std::atomic<size_t> next{0};
+  ArtifactCache &cache = ArtifactCache::current(); // the workers use the caller's cache
   auto work = [&] {
+    CacheScope scope(cache);
     for (size_t i; (i = next++) < sources.size();)
       results[i] = compileCuda(sources[i], names[i], arch);
   };

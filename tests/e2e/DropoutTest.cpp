@@ -3,6 +3,8 @@
 // scaled, fused with its neighbours, reproducible under torch::manual_seed.
 #include "tgc/tgc.h"
 
+#include "tests/e2e/ExpectCompiled.h"
+
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
@@ -44,6 +46,8 @@ TEST(Dropout, FreshMaskEachCallReproducibleUnderManualSeed) {
   torch::manual_seed(7);
   torch::Tensor c = f(x);
   EXPECT_TRUE(torch::equal(a, c)) << "the seed comes from ATen's default generator";
+  tgc::test::expectCompiled(1, 3);
+  EXPECT_EQ(tgc::stats().captures, 1) << "the masks come from the replayed graph";
 }
 
 TEST(Dropout, EvalModeIsTheIdentity) {
@@ -55,6 +59,7 @@ TEST(Dropout, EvalModeIsTheIdentity) {
   tgc::reset();
   auto f = tgc::compile(fn);
   EXPECT_TRUE(torch::equal(f(x), x * 2));
+  tgc::test::expectCompiled(1, 1);
 }
 
 } // namespace

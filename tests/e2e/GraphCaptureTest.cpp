@@ -2,6 +2,8 @@
 // graph breaks with resumption, replay, guards, explain, threads.
 #include "tgc/tgc.h"
 
+#include "tests/e2e/ExpectCompiled.h"
+
 #include <gtest/gtest.h>
 #include <torch/script.h>
 #include <torch/torch.h>
@@ -9,6 +11,8 @@
 #include <thread>
 
 namespace {
+
+using tgc::test::expectCompiled;
 
 void expectClose(const torch::Tensor &got, const torch::Tensor &want, double tol = 1e-5) {
   ASSERT_EQ(got.sizes(), want.sizes());
@@ -57,6 +61,7 @@ TEST(ModuleCapture, BufferMutationsAreWrittenBack) {
   reference->fc->bias.copy_(model->fc->bias);
   model->train();
   reference->train();
+  tgc::reset();
   auto net = tgc::compile(model);
   for (int step = 0; step < 3; ++step) {
     torch::Tensor x = torch::randn({16, 8});
@@ -65,6 +70,8 @@ TEST(ModuleCapture, BufferMutationsAreWrittenBack) {
     expectClose(model->bn->running_var, reference->bn->running_var);
   }
   EXPECT_EQ(model->bn->num_batches_tracked.item<int64_t>(), 3);
+  expectCompiled(1, 3);
+  EXPECT_EQ(tgc::stats().captures, 1) << "steps 2 and 3 replay";
 }
 
 // --- TorchScript ----------------------------------------------------------------
@@ -105,10 +112,14 @@ TEST(ScriptCapture, ModuleFromJitLoad) {
   scriptModule().save(path);
   torch::jit::Module loaded = torch::jit::load(path);
   auto sm = tgc::compile(torch::jit::load(path));
+  tgc::reset();
   for (int i = 0; i < 4; ++i) {
     torch::Tensor x = torch::randn({2, 6});
     expectClose(sm->forward({x}).toTensor(), loaded.forward({x}).toTensor());
   }
+  // The loaded module's ops ran as compiled graphs around its bool() break.
+  EXPECT_EQ(tgc::stats().graph_breaks, 4);
+  expectCompiled(2, 8);
 }
 
 TEST(ScriptCapture, StraightLineModuleIsOneGraph) {
@@ -138,6 +149,7 @@ template <class F> void checkMutating(F fn, std::vector<torch::Tensor> inputs) {
     a.push_back(t.clone());
     b.push_back(t.clone());
   }
+  tgc::reset();
   auto compiled = tgc::compile(fn);
   for (int call = 0; call < 2; ++call) { // capture, then replay
     torch::Tensor want = std::apply(fn, std::tuple_cat(std::make_tuple(a[0]), std::make_tuple(a[1])));
@@ -146,6 +158,8 @@ template <class F> void checkMutating(F fn, std::vector<torch::Tensor> inputs) {
     for (size_t i = 0; i < a.size(); ++i)
       expectClose(b[i], a[i]); // mutated inputs written back identically
   }
+  expectCompiled(1, 2);
+  EXPECT_EQ(tgc::stats().captures, 1) << "the second call replays";
 }
 
 TEST(Functionalization, InPlaceOps) {
@@ -215,11 +229,15 @@ TORCH_MODULE(Gated);
 
 TEST(GraphBreaks, IfOnATensorComparisonInAModule) {
   Gated model;
+  tgc::reset();
   auto net = tgc::compile(model);
   for (int i = 0; i < 6; ++i) {
     torch::Tensor x = torch::randn({3, 4}), y = torch::randn({3, 4});
     expectClose(net->forward(x, y), model->forward(x, y));
   }
+  // Each call: the comparison's graph, the break, then one branch's graph.
+  EXPECT_EQ(tgc::stats().graph_breaks, 6);
+  expectCompiled(2, 12);
 }
 
 TEST(GraphBreaks, EarlyExitFromALoop) {
@@ -232,11 +250,14 @@ TEST(GraphBreaks, EarlyExitFromALoop) {
     }
     return acc;
   };
+  tgc::reset();
   auto f = tgc::compile(fn);
   for (int i = 0; i < 3; ++i) {
     torch::Tensor x = torch::randn({8});
     expectClose(f(x), fn(x));
   }
+  EXPECT_GE(tgc::stats().graph_breaks, 3);
+  expectCompiled(1, 3);
 }
 
 TEST(GraphBreaks, OpTgLacksStillMatchesEager) {
@@ -441,6 +462,8 @@ TEST(PredictedReads, AnAbortCaughtByTheProgramOrTorchScriptStillCapturesAgain) {
     torch::Tensor x = torch::randn({3, 4}) + (k - 1);
     expectClose(sm->forward({x}).toTensor(), m.forward({x}).toTensor());
   }
+  EXPECT_GE(tgc::stats().graph_breaks, 6);
+  expectCompiled(2, 6);
 }
 
 TEST(PredictedReads, BatchNormTrainingAfterAPredictionUpdatesStatisticsOnce) {
@@ -467,6 +490,7 @@ TEST(PredictedReads, BatchNormTrainingAfterAPredictionUpdatesStatisticsOnce) {
   }
   EXPECT_TRUE(torch::allclose(rm, rmEager, 1e-6, 1e-6, /*equal_nan=*/true)) << rm << rmEager;
   EXPECT_TRUE(torch::allclose(rv, rvEager, 1e-6, 1e-6, /*equal_nan=*/true)) << rv << rvEager;
+  expectCompiled(1, 3);
 }
 
 TEST(PredictedReads, TransformerEncoderLayerIsOneGraphForInferenceAndTraining) {
@@ -550,6 +574,7 @@ TEST(Guards, EachPropertyRecompiles) {
 }
 
 TEST(Guards, RecompileLimitLogsOnce) {
+  tgc::reset();
   tgc::Options opts;
   opts.recompile_limit = 2;
   auto f = tgc::compile([](torch::Tensor x) { return x.exp(); }, opts);
@@ -563,12 +588,16 @@ TEST(Guards, RecompileLimitLogsOnce) {
   ASSERT_NE(first, std::string::npos);
   EXPECT_EQ(err.find("recompile_limit", first + 1), std::string::npos) << err;
   EXPECT_NE(err.find("Float"), std::string::npos) << "names the guard: " << err;
+  // Two shapes compiled, the four after the limit ran eagerly.
+  EXPECT_EQ(tgc::stats().graphs_compiled, 2);
+  EXPECT_EQ(tgc::stats().eager_fallbacks, 4);
 }
 
 // --- threads ----------------------------------------------------------------------
 
 TEST(Threads, TwoThreadsShareOneCompiledCallable) {
   auto fn = [](torch::Tensor a, torch::Tensor b) { return (a * b).tanh() + a; };
+  tgc::reset();
   auto f = tgc::compile(fn);
   std::atomic<int> failures{0};
   auto worker = [&](int seed) {
@@ -583,6 +612,9 @@ TEST(Threads, TwoThreadsShareOneCompiledCallable) {
   t1.join();
   t2.join();
   EXPECT_EQ(failures.load(), 0);
+  // Every one of the 100 calls ran the compiled kernel.
+  EXPECT_EQ(tgc::stats().kernel_launches, 100);
+  expectCompiled(1, 100);
 }
 
 } // namespace

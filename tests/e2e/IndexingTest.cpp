@@ -4,6 +4,8 @@
 // IndexError as eager does.
 #include "tgc/tgc.h"
 
+#include "tests/e2e/ExpectCompiled.h"
+
 #include "tests/e2e/IndexingCases.h"
 
 #include "tests/e2e/RandomTensors.h"
@@ -104,8 +106,10 @@ TEST(Indexing, NegativeIndicesWrapInAdvancedIndexingOnly) {
   torch::NoGradGuard noGrad;
   torch::Tensor x = torch::randn({6, 3});
   torch::Tensor i = torch::tensor({-1, -6, 5, 0});
+  tgc::reset();
   auto f = tgc::compile([](torch::Tensor x, torch::Tensor i) { return x.index({i}) * 2; });
   EXPECT_TRUE(torch::equal(f(x, i), x.index({i}) * 2));
+  tgc::test::expectCompiled(1, 1);
 }
 
 TEST(Indexing, ScatterAddMatchesEager) {

@@ -4,6 +4,8 @@
 // consumes stays a zero-copy ATen view.
 #include "tgc/tgc.h"
 
+#include "tests/e2e/ExpectCompiled.h"
+
 #include "tests/e2e/LayoutCases.h"
 
 #include <gtest/gtest.h>
@@ -91,6 +93,10 @@ TEST(LayoutOpsExtern, ReturnedViewAliasesItsInput) {
   torch::Tensor got = f(x);
   EXPECT_TRUE(torch::equal(got, x.t()));
   EXPECT_EQ(got.data_ptr(), x.data_ptr()) << "a returned view is a view, as in eager";
+  tgc::Stats s = tgc::stats();
+  EXPECT_EQ(s.graphs_compiled, 1);
+  EXPECT_EQ(s.view_calls, 1) << "the compiled graph made the view";
+  EXPECT_EQ(s.eager_fallbacks, 0);
 }
 
 TEST(LayoutOpsExtern, WritesThroughViewsStayVisible) {
@@ -107,6 +113,7 @@ TEST(LayoutOpsExtern, WritesThroughViewsStayVisible) {
   torch::Tensor want = fn(b);
   EXPECT_TRUE(torch::equal(got, want));
   EXPECT_TRUE(torch::equal(a, b)) << "the input was written through the view";
+  tgc::test::expectCompiled(1, 1);
 }
 
 } // namespace

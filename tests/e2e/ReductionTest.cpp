@@ -2,6 +2,8 @@
 // without keepdim: one row kernel each, compared with eager.
 #include "tgc/tgc.h"
 
+#include "tests/e2e/ExpectCompiled.h"
+
 #include "tests/e2e/ReductionCases.h"
 
 #include <gtest/gtest.h>
@@ -76,6 +78,7 @@ TEST(ReductionEdges, NanAndInfinityFollowATen) {
   auto f = tgc::compile(fn);
   torch::Tensor got = f(x), want = fn(x);
   EXPECT_TRUE(torch::allclose(got, want, 1e-5, 1e-5, /*equal_nan=*/true)) << got << want;
+  tgc::test::expectCompiled(1, 1);
 }
 
 } // namespace

@@ -4,6 +4,7 @@
 #include "tgc/tgc.h"
 
 #include "bench/models/Models.h"
+#include "tests/e2e/ExpectCompiled.h"
 
 #include <c10/core/CPUAllocator.h>
 #include <c10/core/impl/alloc_cpu.h>
@@ -264,6 +265,8 @@ TEST(Training, GradientAccumulationOverMicroBatches) {
     (eager->forward(x).pow(2).mean() / 3).backward();
   }
   expectSameGrads(*mine, *eager, 1e-5);
+  EXPECT_EQ(tgc::stats().training_graphs, 1) << "every micro-batch ran the compiled pair";
+  tgc::test::expectCompiled(2, 6);
 }
 
 TEST(Training, RetainGraphWorksAndDoubleBackwardRaises) {
@@ -277,6 +280,8 @@ TEST(Training, RetainGraphWorksAndDoubleBackwardRaises) {
   torch::Tensor once = x.grad().clone();
   y.backward();
   expectClose(x.grad(), once * 2, 1e-6, "grad after two backward passes");
+  EXPECT_EQ(tgc::stats().training_graphs, 1);
+  tgc::test::expectCompiled(2, 3); // forward once, backward twice
   // Without retain_graph the saved tensors are gone: autograd's own error.
   EXPECT_THROW(y.backward(), c10::Error);
   // Higher derivatives through a compiled graph: a clear error, not zeros.

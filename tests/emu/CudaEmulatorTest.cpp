@@ -8,7 +8,6 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <functional>
@@ -512,53 +511,6 @@ TEST(CudaEmulatorSource, ExternSharedBecomesThePointerToDynamicSharedMemory) {
       << s;
   EXPECT_NE(s.find("// extern __shared__ float commented[];"), std::string::npos);
   EXPECT_THROW(emulatedSource("extern __shared__ float g[];\n", names), EmuError);
-}
-
-// Not a benchmark (tests assert no times): prints the emulator's speed so
-// the documentation's numbers can be reproduced.
-TEST(CudaEmulatorSpeed, ReportsThreadsPerSecond) {
-  auto m = Module::compile(kernels::kPointwiseVec4);
-  const long long n = 1 << 22;
-  auto a = randomFloats(n, -1, 1, 13), b = randomFloats(n, -1, 1, 14);
-  std::vector<float> out(n);
-  for (unsigned workers : {1u, 2u}) {
-    LaunchConfig cfg{{(unsigned)(n / 4 / 256)}, {256}};
-    cfg.workers = workers;
-    auto t0 = std::chrono::steady_clock::now();
-    launch(m, "pointwise_vec4", cfg, a.data(), b.data(), out.data(), n);
-    double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    std::printf("pointwise_vec4: %lld CUDA threads in %.3f s with %u workers: %.2f M threads/s\n",
-                n / 4, s, workers, n / 4 / s / 1e6);
-  }
-  // Launch overhead: one small block, many launches (as an op matrix does).
-  {
-    std::vector<float> small(256);
-    const int launches = 2000;
-    auto t0 = std::chrono::steady_clock::now();
-    for (int i = 0; i < launches; ++i)
-      launch(m, "pointwise_vec4", {{1}, {64}}, small.data(), small.data(), small.data(), 256LL);
-    double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    std::printf("launch of 1 block x 64 threads: %.1f us each\n", s / launches * 1e6);
-    std::vector<float> more(4 * 256 * 4);
-    LaunchConfig cfg{{4}, {256}};
-    cfg.workers = 2;
-    t0 = std::chrono::steady_clock::now();
-    for (int i = 0; i < launches / 4; ++i)
-      launch(m, "pointwise_vec4", cfg, more.data(), more.data(), more.data(), 4096LL);
-    s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    std::printf("launch of 4 blocks x 256 threads on 2 workers: %.1f us each\n",
-                s / (launches / 4) * 1e6);
-  }
-  auto r = Module::compile(kernels::kRowSum);
-  const int rows = 2048, cols = 1024;
-  auto x = randomFloats(rows * cols, -1, 1, 15);
-  std::vector<float> sums(rows);
-  auto t0 = std::chrono::steady_clock::now();
-  launch(r, "row_sum", {{(unsigned)rows}, {256}}, x.data(), sums.data(), cols);
-  double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  std::printf("row_sum: %d CUDA threads (10 warp shuffles, 1 barrier each) in %.3f s: "
-              "%.2f M threads/s\n",
-              rows * 256, s, rows * 256 / s / 1e6);
 }
 
 } // namespace

@@ -145,6 +145,32 @@ TEST_F(CacheDir, DisabledCacheTouchesNoDisk) {
   EXPECT_FALSE(fs::exists(dir / "kernels"));
 }
 
+TEST_F(CacheDir, ADirectorysCacheIsItsOwnAndScopesRouteCurrent) {
+  fs::path other = dir / "other";
+  ArtifactCache &mine = ArtifactCache::forDirectory(other.string());
+  EXPECT_EQ(&ArtifactCache::forDirectory(other.string() + "/"), &mine) << "one object per directory";
+  EXPECT_EQ(mine.dir(), other.string());
+  EXPECT_EQ(ArtifactCache::instance().dir(), dir.string()) << "instance() follows TGC_CACHE_DIR";
+  ASSERT_TRUE(mine.put(Layer::Graph, "g", "in-other"));
+  EXPECT_TRUE(fs::exists(ArtifactCache::pathOf(other.string(), Layer::Graph, "g")));
+  EXPECT_FALSE(ArtifactCache::instance().get(Layer::Graph, "g")) << "not in the environment's";
+  // current(): the environment's, unless a scope names another (nesting).
+  EXPECT_EQ(&ArtifactCache::current(), &ArtifactCache::instance());
+  {
+    CacheScope scope(mine);
+    EXPECT_EQ(&ArtifactCache::current(), &mine);
+    EXPECT_EQ(ArtifactCache::current().get(Layer::Graph, "g").value_or(""), "in-other");
+    {
+      CacheScope inner(ArtifactCache::instance());
+      EXPECT_EQ(&ArtifactCache::current(), &ArtifactCache::instance());
+    }
+    EXPECT_EQ(&ArtifactCache::current(), &mine);
+    // Another thread does not inherit the scope.
+    std::thread([&] { EXPECT_EQ(&ArtifactCache::current(), &ArtifactCache::instance()); }).join();
+  }
+  EXPECT_EQ(&ArtifactCache::current(), &ArtifactCache::instance());
+}
+
 TEST(CacheDirectory, EnvironmentOrder) {
   setenv("TGC_CACHE_DIR", "/a/b", 1);
   setenv("XDG_CACHE_HOME", "/x", 1);

@@ -34,46 +34,42 @@ struct Module;
 
 namespace tgc {
 
+/// How hard to compile. Only Default is implemented: ReduceOverhead (CUDA
+/// graphs) and MaxAutotune (issue 18) warn once per process and compile as
+/// Default. The mode is part of the graph cache key, so graphs compiled in
+/// one mode are never served to another once the modes differ.
 enum class Mode { Default, ReduceOverhead, MaxAutotune };
+/// Where compiled graphs run. Auto follows the inputs' device; Cpu or Cuda
+/// asks for that device, and a call whose tensors are elsewhere throws
+/// std::invalid_argument naming the input and its device.
 enum class Backend { Auto, Cpu, Cuda };
 
 struct Options {
   Mode mode = Mode::Default;
-  bool fullgraph = false;  ///< a capture failure throws instead of running eagerly
-  bool dynamic = false;    ///< reserved: shapes are specialized for now
+  bool fullgraph = false;  ///< a capture failure or graph break throws instead of running eagerly
+  /// Shapes are specialized (false). true is not implemented yet (issue 19):
+  /// tgc::compile throws std::invalid_argument rather than silently specialize.
+  bool dynamic = false;
   int recompile_limit = 8; ///< guard misses compiled before running eagerly
-  std::string cache_dir;   ///< overrides TGC_CACHE_DIR when set
+  /// This callable's cache directory (graphs and kernels it compiles are
+  /// read from and written there) instead of TGC_CACHE_DIR's; the
+  /// environment is left untouched.
+  std::string cache_dir;
   Backend backend = Backend::Auto;
 };
 
-/// Process-wide counters since start (or the last reset()).
+/// Process-wide counters since start (or the last reset()): one int64_t
+/// field per line of <tgc/Counters.def>, which says what each counts
+/// (graphs_compiled, kernel_launches, eager_fallbacks, ...).
 struct Stats {
-  int64_t graphs_compiled = 0;
-  int64_t kernels_compiled = 0;
-  int64_t graph_breaks = 0;
-  int64_t recompiles = 0;
-  int64_t cache_hits_memory = 0;
-  int64_t cache_hits_disk = 0;
-  int64_t eager_fallbacks = 0;
-  int64_t kernel_launches = 0;
-  int64_t extern_calls = 0; ///< ATen calls inside compiled graphs that compute (mm, conv, ...)
-  int64_t view_calls = 0;   ///< ATen view calls inside compiled graphs (no data moved)
-  /// Memory plan of the graph loaded last: the arena holding its
-  /// intermediates, and what those buffers would take without reuse.
-  int64_t arena_bytes = 0;
-  int64_t unshared_bytes = 0;
-  int64_t captures = 0; ///< times the callable ran under the tracer (not replayed)
-  int64_t pipelines_run = 0; ///< MLIR pipelines run (misses of the graph cache)
-  /// Compiled training: training graphs built (joint graph partitioned), the
-  /// bytes the forward of the one built last saves for its backward beyond
-  /// its inputs and outputs, and the forward ops its backward recomputes.
-  int64_t training_graphs = 0;
-  int64_t saved_activation_bytes = 0;
-  int64_t recomputed_ops = 0;
+#define TGC_COUNTER(name, member, doc) int64_t name = 0;
+#include "tgc/Counters.def"
+  /// One "name value  (what it counts)" line per counter.
+  std::string str() const;
 };
 
 Stats stats();
-/// Drops every in-memory cache of compiled graphs and zeroes the counters.
+/// Drops every in-memory cache of compiled graphs and zeroes every counter.
 void reset();
 
 /// One graph break: why capture stopped, at which op, ending which graph.

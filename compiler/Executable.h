@@ -1,0 +1,92 @@
+//===- Executable.h - compiled code of one specialization -----------------===//
+//
+// What the Engine runs for one specialization: an Executable (an inference
+// graph or a training pair, with the tensors capture lifted), compiled from
+// a captured segment through the in-memory segment and training caches and
+// the callable's disk cache (CompileConfig). When a segment cannot be
+// compiled it runs op by op; every such fallback goes through fallBack().
+//
+//===----------------------------------------------------------------------===//
+#ifndef TGC_COMPILER_EXECUTABLE_H
+#define TGC_COMPILER_EXECUTABLE_H
+
+#include "compiler/capture/Segment.h"
+#include "runtime/ArtifactCache.h"
+#include "runtime/Counters.h"
+#include "runtime/Executor.h"
+#include "runtime/Log.h"
+#include "runtime/TrainingGraph.h"
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace tgc {
+
+/// The one fallback path: logs why (TGC_LOG=fallbacks), counts it in
+/// eager_fallbacks, then runs `run` — the user code eagerly, or a segment op
+/// by op through ATen. Nothing is lost either way: eager's ops run.
+template <class Run> auto fallBack(const std::string &why, Run &&run) -> decltype(run()) {
+  log("fallbacks", why);
+  counters().eagerFallbacks++;
+  return run();
+}
+
+/// `seg`'s ops one by one through the dispatcher, as eager runs them (and
+/// autograd records them).
+std::shared_ptr<CompiledGraph> opByOp(const Segment &seg);
+
+/// What a compiled callable compiles with: its cache directory and the
+/// options that change compiled graphs. Graphs compiled with another config
+/// are neither served from memory nor from disk.
+struct CompileConfig {
+  ArtifactCache *cache = &ArtifactCache::instance();
+  std::string options = "mode=default"; ///< the graph layer key's options
+  /// Prefix of in-memory keys: one graph per directory and options.
+  std::string memoPrefix() const { return cache->dir() + '\n' + options + '\n'; }
+};
+
+/// The config of explain(): the environment's cache, mode default.
+const CompileConfig &defaultConfig();
+
+/// One specialization's compiled code: an inference graph or, when
+/// something requires grad, a forward/backward pair; with the tensors
+/// capture lifted (extra inputs, appended) and the number of trailing
+/// outputs that guard predicted host reads (see
+/// TraceContext::allowSpeculation).
+struct Executable {
+  std::shared_ptr<CompiledGraph> graph;
+  std::shared_ptr<const TrainingGraph> training;
+  std::vector<at::Tensor> lifted;
+  std::vector<TensorSpec> liftedSpecs; ///< their layout when captured
+  std::vector<bool> liftedGrad;        ///< their requires_grad when captured
+  size_t guards = 0;
+
+  explicit operator bool() const { return graph || training; }
+  /// The program's outputs on `inputs`, or nullopt when a guard failed.
+  std::optional<std::vector<at::Tensor>> run(const std::vector<at::Tensor> &inputs) const;
+  /// Whether a lifted tensor was resized, re-strided or (un)frozen since
+  /// capture: then this specialization must be captured again.
+  bool stale() const;
+  /// Lifts `tensors` as extra inputs, remembering their layout.
+  void lift(std::vector<at::Tensor> tensors);
+};
+
+/// Compiles `seg` for `inputs` (lifted tensors included) into `exe`: a
+/// training pair when they need grad, else the inference graph (a segment
+/// the pipeline rejects runs op by op inside it). False with `why` when
+/// training cannot be compiled for this graph.
+bool compileSegment(const Segment &seg, const std::vector<at::Tensor> &inputs,
+                    const CompileConfig &config, Executable &exe, std::string &why);
+
+/// Runs one segment of a capture with graph breaks (compiled, else op by op).
+std::vector<at::Tensor> runSegment(const Segment &seg, const std::vector<at::Tensor> &inputs,
+                                   const CompileConfig &config);
+
+/// Forgets every compiled segment and training graph (tgc::reset()).
+void clearCompiledSegments();
+
+} // namespace tgc
+
+#endif // TGC_COMPILER_EXECUTABLE_H

@@ -352,7 +352,11 @@ TEST(EmulatedModels, LstmCellStep) {
         auto [h, c] = cell->forward(in[0], std::make_tuple(in[1], in[2]));
         return std::vector<Tensor>{torch::cat({h, c}, 1)};
       },
-      {torch::randn({16, 128}), torch::randn({16, 256}), torch::randn({16, 256})}, 1e-5);
+      // f32 through two GEMMs of depth 128 and 256, where eager's addmm fuses
+      // the bias and the plan adds it in an epilogue kernel: 1e-5 (below that
+      // bound) failed once in a clean-clone CI run (max error 3.6e-5) and
+      // passed on rerun; 1e-4 is what the other f32 model cases here use.
+      {torch::randn({16, 128}), torch::randn({16, 256}), torch::randn({16, 256})}, 1e-4);
 }
 
 TEST(EmulatedModels, Gpt2Block) {

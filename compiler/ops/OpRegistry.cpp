@@ -296,6 +296,10 @@ template <class T> T factOf(const std::string &op, const std::string &overload, 
 }
 } // namespace
 
+Lowering opClassOf(const std::string &op, const std::string &overload) {
+  return factOf(op, overload, &OpInfo::lowering, Lowering::Extern);
+}
+
 Recompute recomputeOf(const std::string &op, const std::string &overload) {
   return factOf(op, overload, &OpInfo::recompute, Recompute::Never);
 }

@@ -128,7 +128,7 @@ enum class Alias : uint8_t {
 /// One row of the registry.
 struct OpInfo {
   /// "aten::op.overload" for one overload; "aten::op" for the op without an
-  /// overload name, whose facts (not its lowering) also hold for overloads
+  /// overload name, whose facts (and op class, see opClassOf) also hold for overloads
   /// that have no row of their own.
   const char *name;
   Lowering lowering = Lowering::Extern;
@@ -159,6 +159,11 @@ const OpInfo *find(const std::string &op, const std::string &overload);
 /// How import lowers `op.overload`: its own row's lowering; Extern when the
 /// overload has no row of its own.
 Lowering loweringOf(const std::string &op, const std::string &overload);
+
+/// The class of `op` for every overload: the bare op's row speaks for all
+/// overloads here. Import reads it for the op-wide lowerings (InPlace,
+/// Bernoulli, Allocation), which classify the op rather than build it.
+Lowering opClassOf(const std::string &op, const std::string &overload);
 
 /// Facts with defaults for ops without a row.
 Recompute recomputeOf(const std::string &op, const std::string &overload);

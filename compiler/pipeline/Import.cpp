@@ -238,15 +238,12 @@ static bool computable(const Segment &seg, const SegmentNode &node) {
 /// the same overload and arguments (the registry's InPlace rows; pow_ is not
 /// one: pow_.Scalar's functional twin is pow.Tensor_Scalar).
 static bool functionalizable(const SegmentNode &n) {
-  const ops::OpInfo *info = ops::find(n.op, n.overload);
-  if (!info)
-    return false;
-  if (info->lowering == ops::Lowering::Bernoulli &&
-      (n.overload != info->variant || n.args.size() < 2 || n.args[1].kind != ArgValue::Double ||
+  ops::Lowering kind = ops::opClassOf(n.op, n.overload);
+  if (kind == ops::Lowering::Bernoulli &&
+      (n.overload != ops::find(n.op, n.overload)->variant || n.args.size() < 2 || n.args[1].kind != ArgValue::Double ||
        (n.args.size() > 2 && n.args[2].kind != ArgValue::None)))
     return false; // only a float probability with the default generator
-  bool inPlace = info->lowering == ops::Lowering::InPlace ||
-                 info->lowering == ops::Lowering::Bernoulli;
+  bool inPlace = kind == ops::Lowering::InPlace || kind == ops::Lowering::Bernoulli;
   return inPlace && n.outputs.size() == 1 && !n.args.empty() && n.args[0].kind == ArgValue::Tensor;
 }
 
@@ -337,12 +334,10 @@ static bool isUsed(const Segment &seg, int id, const std::set<size_t> &overwrite
 LogicalResult Importer::importAt(size_t index) {
   const SegmentNode &node = seg.nodes[index];
   // Allocations nobody reads (ATen's batch_norm makes some) cost a call.
-  const ops::OpInfo *info = ops::find(node.op, node.overload);
-  bool allocation = info && info->lowering == ops::Lowering::Allocation;
+  bool allocation = ops::opClassOf(node.op, node.overload) == ops::Lowering::Allocation;
   std::set<size_t> overwrites;
-  auto isBernoulli = [&](const SegmentNode &n) {
-    const ops::OpInfo *r = ops::find(n.op, n.overload);
-    return r && r->lowering == ops::Lowering::Bernoulli;
+  auto isBernoulli = [](const SegmentNode &n) {
+    return ops::opClassOf(n.op, n.overload) == ops::Lowering::Bernoulli;
   };
   for (size_t i : functional)
     if (isBernoulli(seg.nodes[i]))

@@ -114,23 +114,4 @@ DescribedKernel describeKernel(Operation *kernel, Target target) {
   return d;
 }
 
-std::string emitKernel(Operation *kernel, const DescribedKernel &d, Target target,
-                       std::string &error) {
-  bool cuda = target == Target::Cuda;
-  return llvm::TypeSwitch<Operation *, std::string>(kernel)
-      .Case([&](tgk::KernelOp k) {
-        return cuda ? emitCudaKernel(k, d, error) : emitCpuKernel(k, d, error);
-      })
-      .Case([&](tgk::RowKernelOp k) {
-        return cuda ? emitCudaRowKernel(k, d, error) : emitCpuRowKernel(k, d, error);
-      })
-      .Case([&](tgk::ScatterAddKernelOp k) {
-        return cuda ? emitCudaScatterAddKernel(k, d) : emitCpuScatterAddKernel(k, d);
-      })
-      .Default([&](Operation *op) {
-        error = "codegen has no emitter for '" + op->getName().getStringRef().str() + "'";
-        return std::string();
-      });
-}
-
 } // namespace tgc::codegen

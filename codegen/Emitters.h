@@ -29,12 +29,6 @@ struct DescribedKernel {
 /// after scheduling; the emitters print from it and the Plan copies it.
 DescribedKernel describeKernel(mlir::Operation *kernel, Target target);
 
-/// The source of `kernel` (one of the three kinds) for `target`, printed
-/// from its descriptor `d`. Fails (returns an empty string and sets
-/// `error`) on an op it cannot print.
-std::string emitKernel(mlir::Operation *kernel, const DescribedKernel &d, Target target,
-                       std::string &error);
-
 /// Header text every generated C++ translation unit starts with (includes,
 /// half/bfloat16 conversions, NaN-propagating min/max).
 std::string cpuPrelude();

@@ -26,10 +26,6 @@ TensorSpec specOf(const at::Tensor &t) {
   return s;
 }
 
-bool sameSpec(const TensorSpec &a, const TensorSpec &b) {
-  return a.sizes == b.sizes && a.strides == b.strides && a.dtype == b.dtype;
-}
-
 void dumpDebug(const PipelineResult &r, const Segment &seg) {
   const char *dir = std::getenv("TGC_DEBUG_DIR");
   if (!dir || !*dir)
@@ -87,46 +83,12 @@ public:
   void clear() { graphs_.clear(); }
 
 private:
-  /// The graph layer key of a segment.
-  static std::string graphKey(const Segment &seg, const CompileConfig &config) {
-    KeyInputs k = baseKeyInputs();
-    k.content = seg.structuralKey();
-    k.arch = seg.device;
-    k.options = config.options;
-    return buildKey(k);
-  }
-
-  /// A plan from the graph layer of the disk cache, or from the pipeline
-  /// (then stored there).
-  static bool planFor(const Segment &seg, const CompileConfig &config, Plan &plan,
-                      std::string &error) {
-    std::string key = graphKey(seg, config);
-    ArtifactCache &cache = *config.cache;
-    if (std::optional<std::string> bytes = cache.get(Layer::Graph, key)) {
-      if (deserializePlan(*bytes, plan, error)) {
-        counters().cacheHitsDisk++;
-        return true;
-      }
-      warn("cached graph " + key + " does not parse (" + error + "); recompiling it");
-    }
-    counters().pipelinesRun++;
-    PipelineResult r = runPipeline(seg);
-    dumpDebug(r, seg);
-    if (!r.ok) {
-      error = r.error;
-      return false;
-    }
-    plan = std::move(r.plan);
-    cache.put(Layer::Graph, key, serializePlan(plan));
-    return true;
-  }
-
   static std::shared_ptr<CompiledGraph> compile(const Segment &seg, const CompileConfig &config) {
     CacheScope scope(*config.cache); // kernels go where the graph goes
     Plan plan;
     std::string error;
     std::shared_ptr<CompiledGraph> g;
-    if (planFor(seg, config, plan, error))
+    if (planSegment(seg, config, plan, error))
       g = CompiledGraph::load(std::move(plan), error);
     if (!g)
       return fallBack("segment runs op by op through ATen: " + error, [&] { return opByOp(seg); });
@@ -229,6 +191,37 @@ std::shared_ptr<CompiledGraph> opByOp(const Segment &seg) {
   return ops;
 }
 
+bool planSegment(const Segment &seg, const CompileConfig &config, Plan &plan, std::string &error,
+                 bool *fromCache) {
+  KeyInputs k = baseKeyInputs();
+  k.content = seg.structuralKey();
+  k.arch = seg.device;
+  k.options = config.options;
+  const std::string key = buildKey(k);
+  ArtifactCache &cache = *config.cache;
+  if (fromCache)
+    *fromCache = false;
+  if (std::optional<std::string> bytes = cache.get(Layer::Graph, key)) {
+    if (deserializePlan(*bytes, plan, error)) {
+      counters().cacheHitsDisk++;
+      if (fromCache)
+        *fromCache = true;
+      return true;
+    }
+    warn("cached graph " + key + " does not parse (" + error + "); recompiling it");
+  }
+  counters().pipelinesRun++;
+  PipelineResult r = runPipeline(seg);
+  dumpDebug(r, seg);
+  if (!r.ok) {
+    error = r.error;
+    return false;
+  }
+  plan = std::move(r.plan);
+  cache.put(Layer::Graph, key, serializePlan(plan));
+  return true;
+}
+
 const CompileConfig &defaultConfig() {
   static const CompileConfig config;
   return config;
@@ -245,7 +238,8 @@ std::optional<std::vector<at::Tensor>> Executable::run(const std::vector<at::Ten
 
 bool Executable::stale() const {
   for (size_t i = 0; i < lifted.size(); ++i)
-    if (!sameSpec(specOf(lifted[i]), liftedSpecs[i]) || lifted[i].requires_grad() != liftedGrad[i])
+    if (!fitsSpec(lifted[i], liftedSpecs[i], liftedDevices[i]) ||
+        lifted[i].requires_grad() != liftedGrad[i])
       return true;
   return false;
 }
@@ -254,6 +248,7 @@ void Executable::lift(std::vector<at::Tensor> tensors) {
   lifted = std::move(tensors);
   for (const at::Tensor &t : lifted) {
     liftedSpecs.push_back(specOf(t));
+    liftedDevices.push_back(t.device().type());
     liftedGrad.push_back(t.requires_grad());
   }
 }

@@ -50,6 +50,12 @@ struct CompileConfig {
 /// The config of explain(): the environment's cache, mode default.
 const CompileConfig &defaultConfig();
 
+/// The Plan of `seg`: from the graph layer of `config`'s disk cache, else
+/// from the pipeline (then stored there; TGC_DEBUG_DIR gets its stages).
+/// `fromCache` says which. The JIT and tgc-aot both plan through this.
+bool planSegment(const Segment &seg, const CompileConfig &config, Plan &plan, std::string &error,
+                 bool *fromCache = nullptr);
+
 /// One specialization's compiled code: an inference graph or, when
 /// something requires grad, a forward/backward pair; with the tensors
 /// capture lifted (extra inputs, appended) and the number of trailing
@@ -60,6 +66,7 @@ struct Executable {
   std::shared_ptr<const TrainingGraph> training;
   std::vector<at::Tensor> lifted;
   std::vector<TensorSpec> liftedSpecs; ///< their layout when captured
+  std::vector<c10::DeviceType> liftedDevices;
   std::vector<bool> liftedGrad;        ///< their requires_grad when captured
   size_t guards = 0;
 

@@ -18,14 +18,12 @@ namespace tgc {
 #define GEN_PASS_REGISTRATION
 #include "passes/Passes.h.inc"
 
-/// The targets of tgc's pass pipeline.
-enum class PipelineTarget { Cpu, Cuda };
-/// "cpu" or "cuda"; nullopt for anything else.
-std::optional<PipelineTarget> parsePipelineTarget(llvm::StringRef name);
-/// Appends tgc's pipeline for `target` to `pm` (anchored on the module).
-void buildTgcPipeline(mlir::OpPassManager &pm, PipelineTarget target);
-/// Registers `--tgc-pipeline=cpu|cuda` for tgc-opt.
-void registerTgcPipelines();
+/// Appends tgc's pipeline to `pm` (anchored on the module): decompose,
+/// canonicalize, CSE, split epilogues, then `backendPasses` (a backend's
+/// own, see codegen/Backend.h), push remaps, fuse rows, pointwise and
+/// horizontally, schedule.
+void buildTgcPipeline(mlir::OpPassManager &pm,
+                      llvm::function_ref<void(mlir::OpPassManager &)> backendPasses);
 
 /// The strides of the buffer holding `v` once materialized: a function
 /// argument's `tg.strides`, a producer's `tg.strides`/`result_strides`, or

@@ -2,7 +2,6 @@
 #include "runtime/CudaModules.h"
 
 #include "runtime/CudaDriver.h"
-#include "runtime/Nvrtc.h"
 
 #include <c10/cuda/CUDAFunctions.h>
 #include <c10/cuda/CUDAStream.h>
@@ -15,15 +14,31 @@ namespace tgc {
 
 namespace {
 
-/// The compiled images of a plan's kernels and their functions per device.
+/// The built images of a plan's kernels and their functions per device.
 struct LoadedKernels {
-  std::vector<std::string> names, images; ///< cubin, or PTX with its NUL
+  std::vector<std::string> names;
+  KernelImages images;
   std::mutex mutex;
   struct PerDevice {
     std::vector<CUfunction> functions;
     int64_t maxGrid = 0; ///< blocks worth launching: a few waves per SM
   };
   std::unordered_map<int, PerDevice> devices;
+
+  /// Kernel i's image for a device of architecture `arch`: its cubin, else
+  /// its PTX with the NUL cuModuleLoadData wants.
+  std::string imageFor(size_t i, const std::string &arch) const {
+    for (size_t a = 0; a < images.archs.size(); ++a)
+      if (images.archs[a] == arch && !images.cubins[a].at(i).empty())
+        return images.cubins[a][i];
+    if (i < images.ptx.size() && !images.ptx[i].empty())
+      return images.ptx[i] + '\0';
+    std::string built;
+    for (const std::string &a : images.archs)
+      built += (built.empty() ? "" : ", ") + a;
+    TORCH_CHECK(false, "tgc: kernel ", names[i], " has no image for a ", arch, " device (built for ",
+                built, ", without PTX)");
+  }
 
   /// Loads the modules into `device`'s primary context the first time.
   const PerDevice &on(int device) {
@@ -32,11 +47,13 @@ struct LoadedKernels {
     if (it != devices.end())
       return it->second;
     const cuda::DriverApi &d = cuda::driver();
+    const std::string arch = cuda::deviceArch(device);
     PerDevice p;
-    for (size_t i = 0; i < images.size(); ++i) {
+    for (size_t i = 0; i < names.size(); ++i) {
+      std::string image = imageFor(i, arch);
       CUmodule m;
       CUfunction f;
-      cuda::check(d.cuModuleLoadData(&m, images[i].data()), ("cuModuleLoadData " + names[i]).c_str());
+      cuda::check(d.cuModuleLoadData(&m, image.data()), ("cuModuleLoadData " + names[i]).c_str());
       cuda::check(d.cuModuleGetFunction(&f, m, names[i].c_str()), "cuModuleGetFunction");
       p.functions.push_back(f);
     }
@@ -47,11 +64,10 @@ struct LoadedKernels {
 
 } // namespace
 
-KernelLauncher cudaLauncherFromImages(std::vector<std::string> names,
-                                     std::vector<std::string> images) {
+KernelLauncher cudaLauncherFromImages(std::vector<std::string> names, const KernelImages &images) {
   auto loaded = std::make_shared<LoadedKernels>();
   loaded->names = std::move(names);
-  loaded->images = std::move(images);
+  loaded->images = images;
   return [loaded](size_t index, const KernelStep &k, const at::Device &device, void **args) {
     TORCH_CHECK(device.is_cuda(), "tgc: a CUDA plan got inputs on ", device.str());
     int dev = device.has_index() ? device.index() : c10::cuda::current_device();
@@ -64,29 +80,6 @@ KernelLauncher cudaLauncherFromImages(std::vector<std::string> names,
                                               1, 0, stream, args, nullptr),
                 ("cuLaunchKernel " + k.name).c_str());
   };
-}
-
-KernelLauncher cudaLauncher(const Plan &plan, int64_t &compiled, std::string &error) {
-  const cuda::DriverApi &d = cuda::driver();
-  std::string why;
-  if (!d.handle || !nvrtcAvailable(&why)) {
-    error = "running a CUDA plan needs the NVIDIA driver and NVRTC: " + (d.handle ? why : d.why);
-    return {};
-  }
-  std::vector<std::string> names, images;
-  for (const KernelStep &k : plan.kernels)
-    names.push_back(k.name);
-  std::string arch = nvrtcTargetFor(cuda::deviceArch(c10::cuda::current_device()));
-  std::vector<NvrtcResult> built = compileCudaAll(plan.cudaSources, names, arch);
-  for (NvrtcResult &r : built) {
-    if (!r.ok) {
-      error = r.error;
-      return {};
-    }
-    compiled += !r.fromCache;
-    images.push_back(!r.cubin.empty() ? std::move(r.cubin) : r.ptx + '\0');
-  }
-  return cudaLauncherFromImages(std::move(names), std::move(images));
 }
 
 } // namespace tgc

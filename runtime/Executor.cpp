@@ -5,7 +5,7 @@
 #include <ATen/ops/from_blob.h>
 
 #include "runtime/Counters.h"
-#include "runtime/CudaModules.h"
+#include "runtime/Backend.h"
 #include "runtime/Log.h"
 
 #include <ATen/ops/empty_strided.h>
@@ -50,9 +50,9 @@ bool fromScalarType(at::ScalarType s, DType &out) {
   }
 }
 
-bool fitsSpec(const at::Tensor &t, const TensorSpec &spec) {
+bool fitsSpec(const at::Tensor &t, const TensorSpec &spec, c10::DeviceType device) {
   DType dtype;
-  if (!t.defined() || !t.device().is_cpu() || !fromScalarType(t.scalar_type(), dtype) ||
+  if (!t.defined() || t.device().type() != device || !fromScalarType(t.scalar_type(), dtype) ||
       dtype != spec.dtype || t.sizes() != c10::IntArrayRef(spec.sizes))
     return false;
   for (size_t d = 0; d < spec.sizes.size(); ++d)
@@ -61,32 +61,16 @@ bool fitsSpec(const at::Tensor &t, const TensorSpec &spec) {
   return true;
 }
 
-std::shared_ptr<CompiledGraph> CompiledGraph::load(Plan plan,
-                                                   std::string &error) {
-  if (plan.isCuda() && !plan.kernels.empty()) {
-    int64_t compiled = 0;
-    KernelLauncher launcher = cudaLauncher(plan, compiled, error);
-    if (!launcher)
-      return nullptr;
-    std::shared_ptr<CompiledGraph> g = loadWithLauncher(std::move(plan), launcher, error);
-    if (g)
-      g->kernelsCompiled_ = compiled;
-    return g;
+std::shared_ptr<CompiledGraph> CompiledGraph::load(Plan plan, std::string &error) {
+  const DeviceBackend *backend = backendFor(plan.device);
+  if (!backend) {
+    error = "no backend runs plans on device '" + plan.device + "'";
+    return nullptr;
   }
-  std::shared_ptr<SharedObject> object;
-  bool compiled = false;
-  if (!plan.kernels.empty() && plan.device == "cpu") { // loadWith refuses other devices
-    HostCompileResult r = compileSharedObject(plan.cpuSource);
-    if (!r.object) {
-      error = r.error;
-      return nullptr;
-    }
-    object = r.object;
-    compiled = r.compiled;
-  }
-  std::shared_ptr<CompiledGraph> g = loadWith(std::move(plan), std::move(object), error);
-  if (g && compiled)
-    g->kernelsCompiled_ = g->plan_.kernels.size();
+  int64_t compiled = 0;
+  std::shared_ptr<CompiledGraph> g = backend->compile(std::move(plan), compiled, error);
+  if (g)
+    g->kernelsCompiled_ = compiled;
   return g;
 }
 

@@ -21,10 +21,12 @@ at::ScalarType toScalarType(DType t);
 /// Fails (returns false) for dtypes tgc does not model (complex, fp8, ...).
 bool fromScalarType(at::ScalarType s, DType &out);
 
-/// The guard of a compiled plan's input: `t` is a CPU tensor with `spec`'s
-/// dtype and sizes whose strides match wherever a dimension has more than
-/// one element (the others never index anything).
-bool fitsSpec(const at::Tensor &t, const TensorSpec &spec);
+/// The guard of a compiled graph's input, the one check the JIT (lifted
+/// tensors), AOT capture, packages and training share: `t` is a tensor on
+/// a `device` device with `spec`'s dtype and sizes whose strides match
+/// wherever a dimension has more than one element (the others never index
+/// anything). DeviceBackend::fits supplies the backend's device.
+bool fitsSpec(const at::Tensor &t, const TensorSpec &spec, c10::DeviceType device);
 
 /// The IValue of argument `a` of a recorded ATen call, tensors taken from
 /// `values` by value id (shared by the executor and training's replay).
@@ -41,9 +43,10 @@ using KernelLauncher =
 /// A Plan with its kernels compiled and loaded, ready to run many times.
 class CompiledGraph {
 public:
-  /// Compiles (or loads from the cache) every kernel of `plan`. Returns null
-  /// with `error` set when a kernel cannot be built or an extern op is
-  /// unknown to this LibTorch.
+  /// Compiles (or loads from the cache) every kernel of `plan` through its
+  /// device's DeviceBackend (runtime/Backend.h). Returns null with `error` set
+  /// when a kernel cannot be built or an extern op is unknown to this
+  /// LibTorch.
   static std::shared_ptr<CompiledGraph> load(Plan plan, std::string &error);
   /// The same with the plan's CPU kernels already built into `object` (an
   /// AOT package's shared object): nothing is compiled.

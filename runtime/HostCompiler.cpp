@@ -5,7 +5,6 @@
 #include <cerrno>
 #include <cstring>
 #include <sys/mman.h>
-#include "runtime/Counters.h"
 #include "runtime/Log.h"
 
 #include <array>
@@ -177,29 +176,6 @@ SharedObjectBytes buildSharedObject(const std::string &source, bool useCache) {
   cache.put(Layer::Kernel, r.key, r.bytes);
   r.compiled = true;
   log("kernels", "compiled CPU kernels " + r.key);
-  return r;
-}
-
-HostCompileResult compileSharedObject(const std::string &source) {
-  HostCompileResult r;
-  SharedObjectBytes b = buildSharedObject(source);
-  if (!b.error.empty()) {
-    r.error = b.error;
-    return r;
-  }
-  r.object = SharedObject::openBytes(b.bytes, b.key + ".so", r.error);
-  if (!r.object && !b.compiled) {
-    log("kernels", "cached shared object " + b.key + " does not load: " + r.error);
-    b = buildSharedObject(source, /*useCache=*/false);
-    if (!b.error.empty()) {
-      r.error = b.error;
-      return r;
-    }
-    r.object = SharedObject::openBytes(b.bytes, b.key + ".so", r.error);
-  }
-  r.compiled = b.compiled;
-  if (r.object && !b.compiled)
-    counters().cacheHitsDisk++;
   return r;
 }
 

@@ -40,14 +40,10 @@ std::string hostLinkFlags();
 /// `<compiler> --version`, first line; cached.
 const std::string &hostCompilerVersion();
 
-struct HostCompileResult {
-  std::shared_ptr<SharedObject> object;
-  bool compiled = false; ///< false when the shared object came from disk
-  std::string error;     ///< set when object is null
-};
-
 /// The bytes of `source`'s shared object: from the kernel layer of the cache
-/// (unless `useCache` is false), else compiled and stored there.
+/// (unless `useCache` is false), else compiled and stored there. On a
+/// compiler failure the source is kept and named in the error. The CPU
+/// Backend (runtime/Backend.h) builds and loads through this.
 struct SharedObjectBytes {
   std::string bytes;
   std::string key;       ///< its kernel-layer key
@@ -55,12 +51,6 @@ struct SharedObjectBytes {
   std::string error;     ///< set when bytes is empty
 };
 SharedObjectBytes buildSharedObject(const std::string &source, bool useCache = true);
-
-/// Compiles `source` into a shared object, or takes it from the kernel layer
-/// of the cache (keyed by the source, compiler, flags, tgc and LibTorch
-/// versions), and loads it. On a compiler failure the source is kept and
-/// named in the error.
-HostCompileResult compileSharedObject(const std::string &source);
 
 /// The key inputs of a CPU kernel artifact.
 KeyInputs hostKernelKey(const std::string &source);

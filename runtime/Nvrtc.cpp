@@ -118,11 +118,11 @@ KeyInputs cudaKernelKey(const std::string &source, const std::string &arch) {
 }
 
 NvrtcResult compileCuda(const std::string &source, const std::string &name,
-                        const std::string &arch) {
+                        const std::string &arch, bool useCache) {
   NvrtcResult r;
   std::string key = buildKey(cudaKernelKey(source, arch));
   ArtifactCache &cache = ArtifactCache::current();
-  if (std::optional<std::string> entry = cache.get(Layer::Kernel, key)) {
+  if (std::optional<std::string> entry = useCache ? cache.get(Layer::Kernel, key) : std::nullopt) {
     // Payload: cubin size, cubin, PTX.
     uint64_t n = 0;
     if (entry->size() >= 8) {
@@ -215,7 +215,8 @@ std::string nvrtcTargetFor(const std::string &smArch) {
 
 std::vector<NvrtcResult> compileCudaAll(const std::vector<std::string> &sources,
                                         const std::vector<std::string> &names,
-                                        const std::string &arch, unsigned threads) {
+                                        const std::string &arch, unsigned threads,
+                                        bool useCache) {
   std::vector<NvrtcResult> results(sources.size());
   if (threads == 0)
     threads = std::max(1u, std::min(8u, std::thread::hardware_concurrency()));
@@ -224,7 +225,7 @@ std::vector<NvrtcResult> compileCudaAll(const std::vector<std::string> &sources,
   auto work = [&] {
     CacheScope scope(cache);
     for (size_t i; (i = next++) < sources.size();)
-      results[i] = compileCuda(sources[i], names[i], arch);
+      results[i] = compileCuda(sources[i], names[i], arch, useCache);
   };
   std::vector<std::thread> pool;
   for (unsigned t = 1; t < std::min<size_t>(threads, sources.size()); ++t)

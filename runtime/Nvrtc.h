@@ -31,10 +31,12 @@ std::string nvrtcVersion();
 std::vector<std::string> nvrtcOptions(const std::string &arch);
 
 /// Compiles `source` for `arch` ("sm_80", "sm_90"): cubin for that exact
-/// architecture plus PTX. On an error the source is saved under the cache
-/// directory and its path is in `error`.
+/// architecture plus PTX, from the kernel layer of the cache when it holds
+/// them (unless `useCache` is false), else compiled and stored there. On an
+/// error the source is saved under the cache directory and its path is in
+/// `error`.
 NvrtcResult compileCuda(const std::string &source, const std::string &name,
-                        const std::string &arch);
+                        const std::string &arch, bool useCache = true);
 /// The same without consulting or filling the cache.
 NvrtcResult compileCudaUncached(const std::string &source, const std::string &name,
                                 const std::string &arch);
@@ -47,7 +49,8 @@ std::string nvrtcTargetFor(const std::string &smArch);
 /// (0: up to 8, the hardware's count); results in the sources' order.
 std::vector<NvrtcResult> compileCudaAll(const std::vector<std::string> &sources,
                                         const std::vector<std::string> &names,
-                                        const std::string &arch, unsigned threads = 0);
+                                        const std::string &arch, unsigned threads = 0,
+                                        bool useCache = true);
 
 /// The key inputs of a CUDA kernel artifact.
 KeyInputs cudaKernelKey(const std::string &source, const std::string &arch);

@@ -2,7 +2,7 @@
 #include "tgc/Package.h"
 
 #include "runtime/ArtifactCache.h"
-#include "runtime/Executor.h"
+#include "runtime/Backend.h"
 #include "runtime/Log.h"
 #include "runtime/PackageFormat.h"
 #include "runtime/SegmentOps.h"
@@ -46,8 +46,9 @@ public:
     if (ok) {
       const Plan &plan = it->second->plan();
       ok = inputs.size() == plan.inputs.size();
+      const DeviceBackend *backend = backendFor(plan.device);
       for (size_t i = 0; ok && i < inputs.size(); ++i)
-        ok = fitsSpec(inputs[i], plan.values[plan.inputs[i]]);
+        ok = backend->fits(inputs[i], plan.values[plan.inputs[i]]);
       if (!ok)
         log("fallbacks", "package segment " + std::to_string(id) +
                              ": guard miss, running its TorchScript ops");
@@ -105,30 +106,44 @@ void Package::Impl::loadSegments(const DecodedPackage &pkg) {
       throw PackageError(Kind::Format, path + ": section " + name + " is missing");
     return it->second;
   };
-  const bool cpu = meta.at("backend") == "cpu";
+  const DeviceBackend *backend = backendFor(meta.at("backend"));
+  if (!backend)
+    throw PackageError(Kind::Format, path + ": unknown backend " + meta.at("backend").dump());
+  const std::vector<std::string> archs = meta.value("archs", std::vector<std::string>{});
   for (const json &s : meta.at("segments")) {
     if (s.at("status") != "compiled")
       continue;
     int64_t id = s.at("id");
+    const std::string where = path + ": segment " + std::to_string(id);
     Plan plan;
     std::string error;
     if (!deserializePlan(section(s.at("plan")), plan, error))
-      throw PackageError(Kind::Format, path + ": segment " + std::to_string(id) + ": " + error);
+      throw PackageError(Kind::Format, where + ": " + error);
+    if (backendFor(plan.device) != backend)
+      throw PackageError(Kind::Format, where + ": its plan is for " + plan.device +
+                                           ", the package for " + backend->name());
     for (const json &k : s.value("kernels", json::array()))
       for (const json &file : k.at("sections"))
         section(file);
-    if (!cpu)
-      continue; // CUDA plans are checked, not loaded (no CUDA launch path yet)
-    std::shared_ptr<SharedObject> object;
-    if (s.contains("object"))
-      object = SharedObject::openBytes(section(s.at("object")),
-                                       path + ":" + s.at("object").get<std::string>(), error);
-    std::shared_ptr<CompiledGraph> g;
-    if (error.empty())
-      g = CompiledGraph::loadWith(std::move(plan), object, error);
+    // The kernels as the backend built them (see tgc-aot's writer).
+    KernelImages images;
+    if (s.contains("object")) {
+      images.object = section(s.at("object"));
+      images.objectKey = path + ":" + s.at("object").get<std::string>();
+    }
+    if (s.contains("cubins")) {
+      images.archs = archs;
+      for (const json &perArch : s.at("cubins")) {
+        images.cubins.emplace_back();
+        for (const json &name : perArch)
+          images.cubins.back().push_back(section(name));
+      }
+      for (const json &name : s.value("ptx", json::array()))
+        images.ptx.push_back(section(name));
+    }
+    std::shared_ptr<CompiledGraph> g = backend->load(std::move(plan), images, error);
     if (!g)
-      throw PackageError(Kind::Format,
-                         path + ": segment " + std::to_string(id) + " does not load: " + error);
+      throw PackageError(Kind::Format, where + " does not load: " + error);
     table.segments[id] = g;
   }
 }
@@ -197,9 +212,10 @@ std::vector<at::Tensor> Package::run(const std::vector<at::Tensor> &inputs) cons
       archList += (archList.empty() ? "" : ", ") + a;
     throw PackageError(Kind::Device,
                        impl.path + " targets " + backend() + " (" + archList +
-                           "); running CUDA packages is not implemented yet: tgc's "
-                           "executor has no CUDA launch path. Compile with --backend cpu "
-                           "to run on this machine.");
+                           "); running CUDA packages is not implemented yet: the packaged "
+                           "program and its weights run on the CPU (its kernels do load "
+                           "through the CUDA backend). Compile with --backend cpu to run "
+                           "on this machine.");
   }
   impl.checkInputs(inputs);
   std::vector<c10::IValue> args;

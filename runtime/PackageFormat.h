@@ -32,7 +32,7 @@
 
 namespace tgc {
 
-constexpr uint32_t kPackageFormat = 1;
+constexpr uint32_t kPackageFormat = 2; ///< 2: CUDA segments list their cubins per arch
 constexpr size_t kPackageHeaderBytes = 112;
 
 /// One section to write.

@@ -18,6 +18,23 @@ int64_t TensorSpec::numel() const {
   return n;
 }
 
+std::string guardText(const TensorSpec &s) {
+  std::string t = std::string(dtypeName(s.dtype)) + "[";
+  for (size_t i = 0; i < s.sizes.size(); ++i)
+    t += (i ? "," : "") + std::to_string(s.sizes[i]);
+  t += "] strides [";
+  for (size_t i = 0; i < s.strides.size(); ++i)
+    t += (i ? "," : "") + std::to_string(s.strides[i]);
+  return t + "]";
+}
+
+void retargetDeviceArgs(std::vector<ArgValue> &args, const std::string &device) {
+  auto type = [](const std::string &d) { return d.substr(0, d.find(':')); };
+  for (ArgValue &a : args)
+    if (a.kind == ArgValue::Device && type(a.s) != type(device))
+      a.s = device;
+}
+
 static void printSpec(std::ostream &os, const TensorSpec &s) {
   os << dtypeName(s.dtype) << "[";
   for (size_t i = 0; i < s.sizes.size(); ++i)

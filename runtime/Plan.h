@@ -31,6 +31,17 @@ struct TensorSpec {
   int64_t numel() const;
 };
 
+/// `f32[2,3] strides [3,1]`: a guarded input as guards name it (the JIT's
+/// guard keys and logs, a package's meta.json).
+std::string guardText(const TensorSpec &s);
+
+struct ArgValue;
+/// Moves the device arguments of recorded ATen calls (factories' `device=`)
+/// that name a device of another type than `device` onto `device`: the one
+/// retargeting of captured code to another backend (Segment::on, the eager
+/// plans of the GPU tests, the emulator's CPU-side extern calls).
+void retargetDeviceArgs(std::vector<ArgValue> &args, const std::string &device);
+
 /// One argument of an ATen call, as plain data.
 struct ArgValue {
   enum Kind : int8_t {

@@ -23,7 +23,7 @@ struct GraphHolder : torch::CustomClassHolder {
 at::Tensor asTangent(const at::Tensor &grad, const TensorSpec &spec, const at::Device &device) {
   if (!grad.defined())
     return at::zeros(spec.sizes, at::TensorOptions().dtype(toScalarType(spec.dtype)).device(device));
-  if (fitsSpec(grad, spec))
+  if (fitsSpec(grad, spec, device.type()))
     return grad;
   at::Tensor t = at::empty_strided(spec.sizes, spec.strides, grad.options().dtype(toScalarType(spec.dtype)));
   t.copy_(grad);

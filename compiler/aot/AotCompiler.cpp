@@ -3,8 +3,9 @@
 
 #include "compiler/aot/RegionCapture.h"
 #include "compiler/aot/Regions.h"
-#include "compiler/pipeline/Pipeline.h"
+#include "compiler/Executable.h"
 #include "runtime/ArtifactCache.h"
+#include "runtime/Backend.h"
 #include "runtime/HostCompiler.h"
 #include "runtime/Nvrtc.h"
 #include "runtime/PackageFormat.h"
@@ -125,73 +126,69 @@ struct BuiltSegment {
   std::string error; ///< the pipeline could not compile it
 };
 
-std::string guardText(const TensorSpec &s) {
-  std::string t = std::string(dtypeName(s.dtype)) + "[";
-  for (size_t i = 0; i < s.sizes.size(); ++i)
-    t += (i ? "," : "") + std::to_string(s.sizes[i]);
-  t += "] strides [";
-  for (size_t i = 0; i < s.strides.size(); ++i)
-    t += (i ? "," : "") + std::to_string(s.strides[i]);
-  return t + "]";
-}
-
-void addCudaKernels(const Plan &plan, const std::string &tag, const AotOptions &o,
-                    BuiltSegment &b) {
-  for (size_t k = 0; k < plan.cudaSources.size(); ++k) {
-    const std::string &name = plan.kernels.at(k).name;
-    json kernel{{"name", name}, {"sections", json::array()}};
-    for (size_t a = 0; a < o.archs.size(); ++a) {
-      NvrtcResult r = compileCuda(plan.cudaSources[k], name, o.archs[a]);
-      if (!r.ok)
-        throw AotError(Kind::Compile, "NVRTC cannot compile kernel " + name + " for " +
-                                          o.archs[a] + ": " + r.error);
-      std::string cubin = tag + "." + name + "." + o.archs[a] + ".cubin";
-      b.sections.push_back({cubin, r.cubin, o.compress});
-      kernel["sections"].push_back(cubin);
-      if (a == 0) {
-        b.sections.push_back({tag + "." + name + ".ptx", r.ptx, o.compress});
-        kernel["sections"].push_back(tag + "." + name + ".ptx");
-      }
-    }
-    b.meta["kernels"].push_back(kernel);
-    b.kernels++;
-  }
-}
-
-BuiltSegment buildSegment(int64_t id, Segment seg, const AotOptions &o) {
+/// Builds segment `id` through the JIT's graph cache and its backend (the
+/// kernel cache), loads it as the JIT would (CPU), and lays its artifacts
+/// out as package sections.
+BuiltSegment buildSegment(int64_t id, const Segment &captured, const AotOptions &o,
+                          const CompileConfig &config, AotSummary &summary) {
   BuiltSegment b;
-  if (o.backend == "cuda") {
-    seg.device = "cuda";
-    for (SegmentNode &n : seg.nodes)
-      for (ArgValue &a : n.args)
-        if (a.kind == ArgValue::Device && a.s == "cpu")
-          a.s = "cuda";
-  }
-  PipelineResult r = runPipeline(seg);
-  if (!r.ok) {
-    b.error = "the pipeline cannot compile it: " + firstLine(r.error);
+  const DeviceBackend &backend = *backendFor(o.backend);
+  const Segment seg = captured.on(o.backend);
+  Plan plan;
+  bool planCached = false;
+  std::string error;
+  if (!planSegment(seg, config, plan, error, &planCached)) {
+    b.error = "the pipeline cannot compile it: " + firstLine(error);
     return b;
   }
-  const Plan &plan = r.plan;
-  std::string tag = std::to_string(id);
+  summary.graphsFromCache += planCached;
+  const std::vector<std::string> archs =
+      o.backend == "cuda" ? o.archs : std::vector<std::string>{"host"};
+  KernelImages images;
+  if (!backend.build(plan, archs, images, error))
+    throw AotError(Kind::Compile, "segment " + std::to_string(id) + ": " + error);
+  summary.kernelsCompiled += images.compiled;
+  summary.kernelsCached += images.cached;
+  // What a package loads: a graph that does not load here is not written.
+  if (o.backend == "cpu" && !backend.load(plan, images, error))
+    throw AotError(Kind::Compile, "segment " + std::to_string(id) + " does not load: " + error);
+
+  const std::string tag = std::to_string(id);
   b.meta = {{"id", id}, {"status", "compiled"}, {"plan", "plan." + tag},
             {"ops", seg.nodes.size()}, {"kernels", json::array()}, {"guards", json::array()}};
   for (int v : plan.inputs)
     b.meta["guards"].push_back(guardText(plan.values[v]));
   b.sections.push_back({"plan." + tag, serializePlan(plan), o.compress});
-  if (o.backend == "cuda") {
-    addCudaKernels(plan, "cuda." + tag, o, b);
-  } else if (!plan.kernels.empty()) {
-    SharedObjectBytes so = buildSharedObject(plan.cpuSource);
-    if (!so.error.empty())
-      throw AotError(Kind::Compile, "segment " + tag + ": " + so.error);
-    std::string section = "cpu." + tag + ".so";
-    b.sections.push_back({section, so.bytes, o.compress});
+  if (!images.object.empty()) {
+    const std::string section = "cpu." + tag + ".so";
+    b.sections.push_back({section, images.object, o.compress});
     b.meta["object"] = section;
     for (const KernelStep &k : plan.kernels)
       b.meta["kernels"].push_back({{"name", k.name}, {"sections", {section}}});
-    b.kernels = plan.kernels.size();
   }
+  if (!images.cubins.empty()) {
+    // cubins[a][k] and ptx[k] as KernelImages holds them (Package.cpp reads them back).
+    b.meta["cubins"] = json::array();
+    b.meta["ptx"] = json::array();
+    for (size_t k = 0; k < plan.kernels.size(); ++k) {
+      const std::string &name = plan.kernels[k].name;
+      json kernel{{"name", name}, {"sections", json::array()}};
+      for (size_t a = 0; a < images.archs.size(); ++a) {
+        const std::string section = "cuda." + tag + "." + name + "." + images.archs[a] + ".cubin";
+        b.sections.push_back({section, images.cubins[a][k], o.compress});
+        if (k == 0)
+          b.meta["cubins"].push_back(json::array());
+        b.meta["cubins"][a].push_back(section);
+        kernel["sections"].push_back(section);
+      }
+      const std::string ptx = "cuda." + tag + "." + name + ".ptx";
+      b.sections.push_back({ptx, images.ptx[k], o.compress});
+      b.meta["ptx"].push_back(ptx);
+      kernel["sections"].push_back(ptx);
+      b.meta["kernels"].push_back(kernel);
+    }
+  }
+  b.kernels = plan.kernels.size();
   return b;
 }
 
@@ -280,6 +277,12 @@ std::string fullgraphBreak(const Partition &part, const json &segments) {
 AotSummary compilePackage(const AotOptions &o, const AotProgress &progress) {
   auto start = std::chrono::steady_clock::now();
   checkOptions(o);
+  // The JIT's caches: a model the JIT compiled already reuses its graphs and kernels.
+  CompileConfig config;
+  if (!o.cacheDir.empty())
+    config.cache = &ArtifactCache::forDirectory(o.cacheDir);
+  config.options = "mode=" + o.mode;
+  CacheScope scope(*config.cache);
   std::vector<InputSpec> inputs;
   torch::jit::Module frozen = loadFrozen(o, inputs);
   at::NoGradGuard noGrad;
@@ -288,9 +291,9 @@ AotSummary compilePackage(const AotOptions &o, const AotProgress &progress) {
       torch::jit::toGraphFunction(frozen.get_method("forward").function()).graph();
   prepareGraph(graph);
   CaptureResult cap = captureRegions(graph->copy(), frozen, inputs, o, progress);
+  AotSummary summary;
   Partition part = partitionGraph(*graph, cap.excluded);
 
-  AotSummary summary;
   json meta = metadata(o, inputs, part);
   std::vector<SectionInput> sections;
   for (const Region &r : part.regions) {
@@ -299,7 +302,7 @@ AotSummary compilePackage(const AotOptions &o, const AotProgress &progress) {
     const CapturedRegion &c = cap.captured[r.id];
     BuiltSegment b;
     if (c.state == CapturedRegion::Captured)
-      b = buildSegment(r.id, c.segment, o);
+      b = buildSegment(r.id, c.segment, o, config, summary);
     else
       b.error = c.state == CapturedRegion::Failed
                     ? c.reason

@@ -29,6 +29,7 @@ struct AotOptions {
   bool fullgraph = false; ///< anything left to TorchScript is an error
   bool compress = false;  ///< zstd-compress the weights and kernels
   int samples = 3;        ///< sample runs (randn, rand, -rand) to reach branches
+  std::string cacheDir;   ///< the JIT's artifact cache to use; empty: the environment's
 };
 
 /// A compile failure; `kind` picks tgc-aot's exit code (docs/aot.md).
@@ -48,6 +49,9 @@ struct AotSummary {
   int segmentsCompiled = 0;
   int segmentsEager = 0; ///< regions left to TorchScript (not reached or failed)
   int kernels = 0;
+  int64_t kernelsCompiled = 0; ///< kernels built now (per arch on CUDA)
+  int64_t kernelsCached = 0;   ///< kernels taken from the cache (JIT or earlier AOT)
+  int graphsFromCache = 0;     ///< segments whose Plan came from the graph cache
   std::vector<std::string> eagerOps; ///< "aten::nonzero: its output shape ..."
   uint64_t bytes = 0;
   double seconds = 0;

@@ -2,7 +2,7 @@
 #include "compiler/aot/RegionCapture.h"
 
 #include "compiler/capture/Tracer.h"
-#include "runtime/Executor.h"
+#include "runtime/Backend.h"
 
 #include <torch/csrc/jit/ir/constants.h>
 
@@ -109,7 +109,7 @@ bool CaptureTable::guard(int64_t id, const std::vector<at::Tensor> &inputs) {
   if (c.state == CapturedRegion::Failed || inputs.size() != c.segment.inputs.size())
     return false;
   for (size_t i = 0; i < inputs.size(); ++i)
-    if (!fitsSpec(inputs[i], c.segment.values[c.segment.inputs[i]]))
+    if (!cpuBackend().fits(inputs[i], c.segment.values[c.segment.inputs[i]]))
       return false;
   return true;
 }

@@ -67,6 +67,14 @@ std::string Segment::structuralKey() const {
   return os.str();
 }
 
+Segment Segment::on(const std::string &target) const {
+  Segment seg = *this;
+  seg.device = target;
+  for (SegmentNode &n : seg.nodes)
+    retargetDeviceArgs(n.args, target);
+  return seg;
+}
+
 Plan Segment::toExternPlan() const {
   Plan plan;
   plan.device = device;

@@ -37,6 +37,10 @@ struct Segment {
   /// and every value's sizes, strides and dtype.
   std::string structuralKey() const;
 
+  /// This segment for another device ("cuda", "cuda:0", "cpu"): the same
+  /// graph with its factories' device arguments moved there.
+  Segment on(const std::string &device) const;
+
   /// A Plan that calls every node through the dispatcher, as eager would:
   /// what runs when the pipeline cannot compile a segment.
   Plan toExternPlan() const;

@@ -1,7 +1,7 @@
 //===- Pipeline.cpp - the compilation pipeline of one segment -------------===//
 #include "compiler/pipeline/Pipeline.h"
 
-#include "codegen/Emitters.h"
+#include "codegen/Backend.h"
 #include "compiler/pipeline/Import.h"
 #include "dialects/TG/IR/TGOps.h"
 #include "dialects/TGK/IR/TGKDialect.h"
@@ -30,7 +30,8 @@ std::string printOp(Operation *op) {
 /// buffer, one step per kernel or extern call.
 class PlanBuilder {
 public:
-  PlanBuilder(Plan &plan, std::string &error) : plan(plan), error(error) {}
+  PlanBuilder(Plan &plan, const codegen::CodegenBackend &backend, std::string &error)
+      : plan(plan), backend(backend), error(error) {}
   LogicalResult build(func::FuncOp fn);
 
 private:
@@ -55,6 +56,7 @@ private:
   FailureOr<ArgValue> argOf(Attribute a, tg::ExternOp e);
 
   Plan &plan;
+  const codegen::CodegenBackend &backend;
   std::string &error;
   DenseMap<Value, int> ids;
 };
@@ -62,15 +64,11 @@ private:
 } // namespace
 
 LogicalResult PlanBuilder::addKernel(Operation *op, ValueRange inputs, int64_t numel) {
-  const codegen::Target target = plan.isCuda() ? codegen::Target::Cuda : codegen::Target::Cpu;
-  const codegen::DescribedKernel d = codegen::describeKernel(op, target);
-  std::string src = codegen::emitKernel(op, d, target, error);
+  const codegen::DescribedKernel d = codegen::describeKernel(op, backend.target());
+  std::string src = backend.emit(op, d, error);
   if (src.empty())
     return failure();
-  if (plan.isCuda())
-    plan.cudaSources.push_back(codegen::cudaPrelude() + src);
-  else
-    plan.cpuSource += src;
+  backend.addSource(plan, std::move(src));
   KernelStep step;
   step.name = op->getAttrOfType<StringAttr>("sym_name").str();
   for (Value in : inputs)
@@ -198,8 +196,7 @@ LogicalResult PlanBuilder::build(func::FuncOp fn) {
     if (failed(r))
       return failure();
   }
-  if (!plan.cpuSource.empty())
-    plan.cpuSource = codegen::cpuPrelude() + plan.cpuSource;
+  backend.finish(plan);
   return success();
 }
 
@@ -227,16 +224,20 @@ PipelineResult runPipeline(const Segment &segment) {
   }
   result.importedIR = printOp(*module);
 
+  const codegen::CodegenBackend *backend = codegen::codegenBackendFor(segment.device);
+  if (!backend) {
+    result.error = "no backend compiles for device '" + segment.device + "'";
+    return result;
+  }
   PassManager pm(&ctx);
-  buildTgcPipeline(pm, segment.device.rfind("cuda", 0) == 0 ? PipelineTarget::Cuda
-                                                             : PipelineTarget::Cpu);
+  backend->buildPipeline(pm);
   if (failed(pm.run(*module))) {
     result.error = "pass pipeline failed: " + diagnostics;
     return result;
   }
   result.finalIR = printOp(*module);
   result.plan.device = segment.device;
-  PlanBuilder builder(result.plan, result.error);
+  PlanBuilder builder(result.plan, *backend, result.error);
   if (failed(builder.build(*fn)))
     return result;
   result.ok = true;

@@ -76,7 +76,12 @@ cuda)
   for part in 'sm_90.cubin' 'sm_80.cubin' '\.ptx' 'backend cuda'; do
     grep -qE "$part" <<<"$listing" || fail "the CUDA package lacks $part"
   done
-  expect 5 'no CUDA launch path' "$aot" run "$pkgs/mlp_cuda.tgcpkg"
+  expect 5 'running CUDA packages is not implemented yet' "$aot" run "$pkgs/mlp_cuda.tgcpkg"
+  # A second compile builds nothing: its kernels come from the cache.
+  again=$("$aot" compile "$models/mlp.pt" --input 'x:f32[4,32]' --backend cuda --arch sm_90 \
+    --arch sm_80 -o "$tmp/mlp_cuda_again.tgcpkg")
+  grep -qE '\(0 built, [1-9][0-9]* from the cache\)' <<<"$again" ||
+    fail "a second CUDA compile rebuilt kernels: $again"
   expect 2 'needs --arch' "$aot" compile "$models/mlp.pt" --input 'x:f32[4,32]' \
     --backend cuda -o "$tmp/x.tgcpkg"
   expect 2 'not of the form sm_XY' "$aot" compile "$models/mlp.pt" --input 'x:f32[4,32]' \

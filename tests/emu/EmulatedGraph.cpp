@@ -27,10 +27,8 @@ namespace {
 
 /// Compiles `seg` for CUDA into a graph whose kernels run in the emulator;
 /// appends its plan to `run.plans`.
-std::shared_ptr<CompiledGraph> loadEmulated(Segment seg, unsigned maxGrid, EmulatedRun &run) {
-  if (seg.device.rfind("cuda", 0) != 0)
-    seg.device = "cuda";
-  PipelineResult r = runPipeline(seg);
+std::shared_ptr<CompiledGraph> loadEmulated(const Segment &seg, unsigned maxGrid, EmulatedRun &run) {
+  PipelineResult r = runPipeline(seg.device.rfind("cuda", 0) == 0 ? seg : seg.on("cuda"));
   if (!r.ok)
     throw std::runtime_error("pipeline for cuda: " + r.error);
   auto graph = loadEmulatedPlan(r.plan, maxGrid);
@@ -58,7 +56,7 @@ std::vector<at::Tensor> runTrainingSegment(const Segment &seg,
   }
   if (!any || !at::GradMode::is_enabled())
     return runSegment(seg, inputs, maxGrid, run);
-  Segment cuda = gpu::asCudaCapture(seg, "cuda:0"); // the joint graph of a CUDA segment, as on a GPU
+  Segment cuda = seg.on("cuda:0"); // the joint graph of a CUDA segment, as on a GPU
   JointGraph joint;
   std::string error;
   if (!buildJointGraph(cuda, grad, joint, error))
@@ -101,17 +99,30 @@ EmulatedRun capture(const Program &fn, const std::vector<at::Tensor> &inputs, un
 
 } // namespace
 
-std::shared_ptr<CompiledGraph> loadEmulatedPlan(const Plan &cudaPlan, unsigned maxGrid) {
+EmulatedCudaBackend::EmulatedCudaBackend(unsigned maxGrid) : maxGrid_(maxGrid) {}
+
+bool EmulatedCudaBackend::build(const Plan &plan, const std::vector<std::string> &,
+                                KernelImages &, std::string &error, bool) const {
+  // Nothing to build ahead: the emulator compiles each kernel's source at
+  // its first launch (tests/emu/CudaEmulator.h).
+  if (!plan.isCuda() || plan.cudaSources.size() != plan.kernels.size()) {
+    error = "the CUDA emulator takes a CUDA plan (one source per kernel); this one is for " +
+            plan.device;
+    return false;
+  }
+  return true;
+}
+
+std::shared_ptr<CompiledGraph> EmulatedCudaBackend::load(Plan plan, const KernelImages &,
+                                                         std::string &error) const {
   // Extern steps run on CPU ATen here: factories (dropout's seed, say) that
   // name the plan's CUDA device make CPU tensors instead.
-  Plan plan = cudaPlan;
   for (ExternStep &e : plan.externs)
-    for (ArgValue &a : e.args)
-      if (a.kind == ArgValue::Device && a.s.rfind("cuda", 0) == 0)
-        a.s = "cpu";
+    retargetDeviceArgs(e.args, "cpu");
   auto modules = std::make_shared<std::map<size_t, std::shared_ptr<Module>>>();
   auto lock = std::make_shared<std::mutex>(); // a backward runs on autograd's thread
   const std::vector<std::string> sources = plan.cudaSources;
+  const unsigned maxGrid = maxGrid_;
   KernelLauncher launch = [modules, lock, sources, maxGrid](size_t index, const KernelStep &k,
                                                             const at::Device &, void **args) {
     std::shared_ptr<Module> m;
@@ -125,8 +136,13 @@ std::shared_ptr<CompiledGraph> loadEmulatedPlan(const Plan &cudaPlan, unsigned m
     unsigned grid = (unsigned)std::max<int64_t>(1, std::min<int64_t>(k.grid, maxGrid));
     m->launch(k.name, LaunchConfig{{grid}, {(unsigned)k.block}}, args);
   };
+  return CompiledGraph::loadWithLauncher(std::move(plan), launch, error);
+}
+
+std::shared_ptr<CompiledGraph> loadEmulatedPlan(const Plan &cudaPlan, unsigned maxGrid) {
   std::string error;
-  auto graph = CompiledGraph::loadWithLauncher(plan, launch, error);
+  int64_t compiled = 0;
+  auto graph = EmulatedCudaBackend(maxGrid).compile(cudaPlan, compiled, error);
   if (!graph)
     throw std::runtime_error("loading the emulated plan: " + error);
   return graph;

@@ -8,7 +8,7 @@
 #define TGC_TESTS_EMU_EMULATEDGRAPH_H
 
 #include "compiler/capture/Segment.h"
-#include "runtime/Executor.h"
+#include "runtime/Backend.h"
 
 #include <ATen/core/Tensor.h>
 
@@ -27,9 +27,27 @@ struct EmulatedRun {
   std::vector<std::vector<at::Tensor>> segmentInputs; ///< what each segment ran on
 };
 
-/// A CUDA plan loaded to run on CPU tensors: kernels in the emulator (each
-/// compiled on first launch), extern steps through CPU ATen. Throws when it
-/// does not load.
+/// The CUDA backend of the tests: CUDA plans run on CPU tensors, their
+/// kernels in the emulator (each compiled on first launch) with every
+/// launch's grid capped at `maxGrid`, extern steps through CPU ATen.
+class EmulatedCudaBackend final : public DeviceBackend {
+public:
+  explicit EmulatedCudaBackend(unsigned maxGrid = 1u << 20);
+  const char *name() const override { return "cuda"; }
+  /// The buffers live in host memory.
+  c10::DeviceType deviceType() const override { return c10::DeviceType::CPU; }
+  std::vector<std::string> jitArchs(std::string &) const override { return {"emulated"}; }
+  bool build(const Plan &plan, const std::vector<std::string> &archs, KernelImages &out,
+             std::string &error, bool useCache = true) const override;
+  std::shared_ptr<CompiledGraph> load(Plan plan, const KernelImages &images,
+                                      std::string &error) const override;
+
+private:
+  unsigned maxGrid_;
+};
+
+/// A CUDA plan loaded through EmulatedCudaBackend. Throws when it does not
+/// load.
 std::shared_ptr<CompiledGraph> loadEmulatedPlan(const Plan &plan, unsigned maxGrid = 1u << 20);
 
 /// Captures `fn` on `inputs`, compiles each segment (one per graph break)

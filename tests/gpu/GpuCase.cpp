@@ -4,7 +4,7 @@
 #include "runtime/ArtifactCache.h"
 #include "runtime/ByteStream.h"
 #include "runtime/CudaDriver.h"
-#include "runtime/CudaModules.h"
+#include "runtime/Backend.h"
 #include "runtime/Nvrtc.h"
 
 #include <c10/cuda/CUDAFunctions.h>
@@ -176,26 +176,24 @@ std::shared_ptr<TrainingGraph> loadTrainingOnDevice(const GpuTrainingCase &c, st
 }
 
 std::string buildImages(GpuCase &c, const std::string &arch) {
-  std::vector<std::string> names;
-  for (const KernelStep &k : c.plan.kernels)
-    names.push_back(k.name);
+  KernelImages images;
+  std::string error;
   c.arch = arch;
   c.images.clear();
-  for (NvrtcResult &r : compileCudaAll(c.plan.cudaSources, names, arch)) {
-    if (!r.ok)
-      return r.error;
-    c.images.push_back(std::move(r.cubin));
-  }
+  if (!cudaBackend().build(c.plan, {arch}, images, error))
+    return error;
+  if (!images.cubins.empty())
+    c.images = std::move(images.cubins[0]);
   return "";
 }
 
 std::shared_ptr<CompiledGraph> loadOnDevice(const GpuCase &c, std::string &error) {
   if (cuda::deviceArch(c10::cuda::current_device()) != c.arch)
     return CompiledGraph::load(c.plan, error);
-  std::vector<std::string> names;
-  for (const KernelStep &k : c.plan.kernels)
-    names.push_back(k.name);
-  return CompiledGraph::loadWithLauncher(c.plan, cudaLauncherFromImages(names, c.images), error);
+  KernelImages images;
+  images.archs = {c.arch};
+  images.cubins = {c.images};
+  return cudaBackend().load(c.plan, images, error);
 }
 
 std::string whyNoGpu() {

@@ -14,17 +14,6 @@ namespace tgc::gpu {
 
 namespace {
 
-/// `seg`'s ops as ATen calls on device cuda.
-Plan eagerOnCuda(const Segment &seg) {
-  Plan eager = seg.toExternPlan();
-  eager.device = "cuda";
-  for (ExternStep &e : eager.externs) // factories were made on the CPU at capture
-    for (ArgValue &a : e.args)
-      if (a.kind == ArgValue::Device && a.s == "cpu")
-        a.s = "cuda";
-  return eager;
-}
-
 /// Captures `fn` on `inputs` as one segment; its inputs then lifted tensors.
 Segment captureOne(const Program &fn, const std::vector<at::Tensor> &inputs,
                    std::vector<at::Tensor> &planInputs) {
@@ -39,9 +28,8 @@ Segment captureOne(const Program &fn, const std::vector<at::Tensor> &inputs,
   return ctx.segment();
 }
 
-Plan cudaPlanOf(const std::string &name, Segment seg) {
-  seg.device = "cuda";
-  PipelineResult r = runPipeline(seg);
+Plan cudaPlanOf(const std::string &name, const Segment &seg) {
+  PipelineResult r = runPipeline(seg.on("cuda"));
   if (!r.ok)
     throw std::runtime_error(name + ": the pipeline for cuda failed: " + r.error);
   return std::move(r.plan);
@@ -49,20 +37,11 @@ Plan cudaPlanOf(const std::string &name, Segment seg) {
 
 } // namespace
 
-Segment asCudaCapture(Segment seg, const std::string &device) {
-  seg.device = device;
-  for (SegmentNode &n : seg.nodes)
-    for (ArgValue &a : n.args)
-      if (a.kind == ArgValue::Device && a.s == "cpu")
-        a.s = device;
-  return seg;
-}
-
 GpuCase caseFromSegment(const std::string &name, const Segment &seg, Plan cudaPlan) {
   GpuCase c;
   c.name = name;
   c.plan = std::move(cudaPlan);
-  c.eager = eagerOnCuda(seg);
+  c.eager = seg.on("cuda").toExternPlan(); // factories were made on the CPU at capture
   std::string error = buildImages(c, "sm_90");
   if (!error.empty())
     throw std::runtime_error(name + ": " + error);
@@ -85,7 +64,7 @@ GpuTrainingCase trainingCaseFromProgram(const std::string &name, const Program &
   c.name = name;
   for (const at::Tensor &t : planInputs)
     c.requiresGrad.push_back(t.requires_grad());
-  Segment cuda = asCudaCapture(seg, "cuda");
+  Segment cuda = seg.on("cuda");
   JointGraph joint;
   std::string error;
   if (!buildJointGraph(cuda, c.requiresGrad, joint, error))
@@ -94,7 +73,7 @@ GpuTrainingCase trainingCaseFromProgram(const std::string &name, const Program &
   c.forward = caseFromSegment(name + ".forward", p.forward, cudaPlanOf(name, p.forward));
   c.backward = caseFromSegment(name + ".backward", p.backward, cudaPlanOf(name, p.backward));
   c.layout = p.layout;
-  c.eager = eagerOnCuda(seg);
+  c.eager = seg.on("cuda").toExternPlan(); // factories were made on the CPU at capture
   return c;
 }
 

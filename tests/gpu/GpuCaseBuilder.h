@@ -25,11 +25,6 @@ GpuCase caseFromProgram(const std::string &name, const Program &fn,
                         const std::vector<at::Tensor> &inputs,
                         std::vector<at::Tensor> &planInputs);
 
-/// `seg`, captured on CPU tensors, as a capture on `device` ("cuda",
-/// "cuda:0") would have recorded it: the segment's device, and device
-/// arguments (factories) naming it.
-Segment asCudaCapture(Segment seg, const std::string &device);
-
 /// Captures `fn` on CPU `inputs` as one segment with grad mode on (weights
 /// that require grad are lifted as inputs that require grad), builds the
 /// joint graph of the segment as a CUDA one, partitions it and compiles

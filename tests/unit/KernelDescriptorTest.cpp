@@ -1,7 +1,7 @@
 // The kernel descriptor is computed once per kernel: what the emitters print
 // and what the Plan's steps hold are the descriptor's, checked by describing
 // the pipeline's final IR again and comparing.
-#include "codegen/Emitters.h"
+#include "codegen/Backend.h"
 #include "compiler/pipeline/Pipeline.h"
 #include "dialects/TG/IR/TGOps.h"
 #include "runtime/ContiguousStrides.h"
@@ -126,10 +126,12 @@ std::vector<DescribedKernel> expectPlanCopiesDescriptors(const PipelineResult &r
     EXPECT_EQ(step.grid, d.desc.launch.grid);
     EXPECT_FALSE(d.desc.tile) << "no tile configuration until the autotuner sets one";
     std::string error;
-    std::string src = codegen::emitKernel(ir.kernels[k], d, target, error);
+    const codegen::CodegenBackend &backend =
+        *codegen::codegenBackendFor(target == Target::Cuda ? "cuda" : "cpu");
+    std::string src = backend.emit(ir.kernels[k], d, error);
     EXPECT_FALSE(src.empty()) << error;
     if (target == Target::Cuda)
-      EXPECT_EQ(r.plan.cudaSources[k], codegen::cudaPrelude() + src);
+      EXPECT_EQ(r.plan.cudaSources[k], backend.prelude() + src);
     else
       EXPECT_NE(r.plan.cpuSource.find(src), std::string::npos) << src;
     out.push_back(std::move(d));

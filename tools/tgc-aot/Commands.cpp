@@ -185,9 +185,10 @@ int compileCommand(AotOptions options, const std::vector<std::string> &inputs, b
   }
   bar.done();
   if (!quiet) {
-    std::printf("wrote %s: %d segment(s) compiled, %d left to TorchScript, %d kernel(s), "
-                "%s, in %.1f s\n",
+    std::printf("wrote %s: %d segment(s) compiled, %d left to TorchScript, %d kernel(s) "
+                "(%lld built, %lld from the cache), %s, in %.1f s\n",
                 options.output.c_str(), s.segmentsCompiled, s.segmentsEager, s.kernels,
+                (long long)s.kernelsCompiled, (long long)s.kernelsCached,
                 humanBytes(s.bytes).c_str(), s.seconds);
     for (const std::string &op : s.eagerOps)
       std::printf("  runs as TorchScript: %s\n", op.c_str());

@@ -60,6 +60,9 @@ int main(int argc, char **argv) {
   c->add_option("--samples", compile.samples,
                 "sample runs on random inputs (randn, rand, -rand, ...) that reach branches")
       ->capture_default_str();
+  c->add_option("--cache-dir", compile.cacheDir,
+                "the artifact cache to build through (default: the JIT's, TGC_CACHE_DIR or "
+                "~/.cache/tgc): kernels the JIT or an earlier compile built are reused");
 
   RunOptions run;
   CLI::App *r = app.add_subcommand("run", "run a package on random or given inputs");

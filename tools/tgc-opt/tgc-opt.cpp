@@ -1,6 +1,7 @@
 //===- tgc-opt.cpp - mlir-opt with the tg/tgk dialects and tgc's passes ---===//
 #include "dialects/TG/IR/TGOps.h"
 #include "dialects/TGK/IR/TGKDialect.h"
+#include "codegen/Backend.h"
 #include "passes/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -15,7 +16,7 @@ int main(int argc, char **argv) {
                   mlir::func::FuncDialect, mlir::arith::ArithDialect,
                   mlir::math::MathDialect>();
   tgc::registerTGCPasses();
-  tgc::registerTgcPipelines();
+  tgc::codegen::registerTgcPipelines();
   mlir::registerCanonicalizerPass();
   mlir::registerCSEPass();
   return mlir::asMainReturnCode(

@@ -18,7 +18,7 @@
 // CUDA: tgk.row_kernel
 // CUDA-SAME: row_shape = array<i64: {{[0-9]+}}>
 // CUDA: tgk.row_kernel
-// BAD: --tgc-pipeline takes a target, cpu or cuda (got 'tpu')
+// BAD: --tgc-pipeline takes a backend, cpu or cuda (got 'tpu')
 func.func @gelu_then_long_row_sum(%a: tensor<2x65536xf32>, %b: tensor<2x65536xf32>)
     -> (tensor<2x65536xf32>, tensor<2x1xf32>) {
   %0 = tg.mul %a, %b : tensor<2x65536xf32>

@@ -1,0 +1,123 @@
+#!/usr/bin/env python3
+"""The model-zoo table: tgc vs eager vs torch.compile (Inductor) on public
+models (tests/zoo/make_zoo.py), in one run on this machine.
+
+For each model: build/bin/tgc-zoo runs the traced TorchScript module eagerly
+and through tgc::compile in alternating rounds (a crash of one model is
+reported as a crash, the others still run); then, in this Python, the same
+model (the same seed, so the same weights) runs eagerly and through
+torch.compile in alternating rounds. Prints per model: graphs, graph breaks
+and kernels and extern calls per call, captures after warm-up, the max error
+vs eager, tgc's first call, tgc's speedup over eager TorchScript and
+Inductor's over eager PyTorch, and geometric means.
+
+Usage: .venv/bin/python bench/zoo_compare.py [--zoo DIR] [--only NAME ...]
+           [--rounds N] [--no-inductor] [--freezing]
+"""
+import argparse
+import json
+import math
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+import torch
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "tests", "zoo"))
+import make_zoo  # noqa: E402
+
+
+def tgc_row(binary, zoo, name, rounds):
+    start = time.time()
+    p = subprocess.run([binary, "--dir", zoo, "--model", name, "--rounds", str(rounds), "--json"],
+                       capture_output=True, text=True)
+    rows = [json.loads(l) for l in p.stdout.splitlines() if l.startswith("{")]
+    if p.returncode != 0 or not rows:
+        why = f"exit {p.returncode}" if p.returncode >= 0 else f"signal {-p.returncode}"
+        return {"model": name, "ok": False, "error": "CRASH (" + why + ")",
+                "secs": time.time() - start}
+    rows[0]["secs"] = time.time() - start
+    return rows[0]
+
+
+def inductor_speedup(name, rounds, freezing):
+    family, make, inputs_of = make_zoo.MODELS[name]
+    torch.manual_seed(sum(map(ord, name)))
+    model = make()
+    inputs = inputs_of()
+    make_zoo.reinit_zeros(model)
+    make_zoo.calibrate(model, inputs)
+    args = tuple(t for _, t, _ in inputs)
+    torch._inductor.config.freezing = freezing
+    compiled = torch.compile(model)
+    with torch.no_grad():
+        compiled(*args)
+        compiled(*args)
+        te, tc = [], []
+        for _ in range(rounds):
+            t0 = time.perf_counter()
+            model(*args)
+            te.append(time.perf_counter() - t0)
+            t0 = time.perf_counter()
+            compiled(*args)
+            tc.append(time.perf_counter() - t0)
+    return statistics.median(te) / statistics.median(tc)
+
+
+def geomean(xs):
+    xs = [x for x in xs if x and x > 0]
+    return math.exp(sum(map(math.log, xs)) / len(xs)) if xs else float("nan")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--zoo", default=os.path.join(HERE, "..", "build", "zoo"))
+    ap.add_argument("--bench", default=os.path.join(HERE, "..", "build", "bin", "tgc-zoo"))
+    ap.add_argument("--only", nargs="*")
+    ap.add_argument("--rounds", type=int, default=10)
+    ap.add_argument("--no-inductor", action="store_true")
+    ap.add_argument("--freezing", action="store_true", help="Inductor with freezing=True")
+    a = ap.parse_args()
+    torch.set_num_threads(os.cpu_count() or 1)
+    names = a.only or list(make_zoo.MODELS)
+    missing = [n for n in names if not os.path.exists(os.path.join(a.zoo, n + ".pt"))]
+    if missing:
+        subprocess.run([sys.executable, os.path.join(HERE, "..", "tests", "zoo", "make_zoo.py"),
+                        a.zoo, "--only", *missing], check=False)
+    head = (f"{'model':20} {'graphs':>6} {'breaks':>6} {'kernels':>7} {'externs':>7} {'recap':>5} "
+            f"{'max err':>9} {'1st s':>6} {'tgc/eager':>9} {'inductor':>9}")
+    print(head)
+    tgc_speed, ind_speed, crashes, mismatches = [], [], 0, 0
+    for name in names:
+        r = tgc_row(a.bench, a.zoo, name, a.rounds)
+        ind = None
+        if not a.no_inductor:
+            try:
+                ind = inductor_speedup(name, a.rounds, a.freezing)
+                ind_speed.append(ind)
+            except Exception as e:  # Inductor's own failures are reported, not fatal
+                ind = float("nan")
+                print(f"  ({name}: torch.compile failed: {type(e).__name__})", file=sys.stderr)
+        ind_text = "-" if ind is None else f"{ind:8.2f}x"
+        if not r.get("ok"):
+            crashes += 1
+            print(f"{name:20} {r.get('error', 'failed')[:60]:60} {ind_text:>9}")
+            continue
+        rel = r["max_error"] / max(1.0, r["scale"])
+        mismatches += rel > 1e-4
+        speed = r["eager_ms"] / r["tgc_ms"]
+        tgc_speed.append(speed)
+        print(f"{name:20} {r['graphs']:6} {r['breaks_per_call']:6} {r['kernels_per_call']:7} "
+              f"{r['externs_per_call']:7} {r['captures_after_warmup']:5} {rel:9.1e} "
+              f"{r['first_call_ms'] / 1000:6.1f} {speed:8.2f}x {ind_text:>9}")
+    print(f"{'geomean':20} {'':6} {'':6} {'':7} {'':7} {'':5} {'':9} {'':6} "
+          f"{geomean(tgc_speed):8.2f}x {geomean(ind_speed) if ind_speed else float('nan'):8.2f}x")
+    print(f"{len(names)} models: {crashes} failed or crashed, {mismatches} mismatched")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

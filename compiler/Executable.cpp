@@ -1,6 +1,7 @@
 //===- Executable.cpp - segments compiled, cached and run -----------------===//
 #include "compiler/Executable.h"
 
+#include "compiler/capture/SegmentText.h"
 #include "compiler/pipeline/Pipeline.h"
 #include "compiler/training/Partition.h"
 
@@ -33,7 +34,8 @@ void dumpDebug(const PipelineResult &r, const Segment &seg) {
   static std::atomic<int> counter{0};
   std::filesystem::create_directories(dir);
   std::string stem = std::string(dir) + "/graph" + std::to_string(counter++);
-  std::ofstream(stem + ".segment.txt") << seg.str();
+  // The lossless text form: `tgc-opt --import-segment` reads it back.
+  std::ofstream(stem + ".segment.txt") << printSegment(seg);
   std::ofstream(stem + ".tg.mlir") << r.importedIR;
   std::ofstream(stem + ".tgk.mlir") << r.finalIR;
   std::ofstream(stem + ".plan.txt") << r.plan.str();

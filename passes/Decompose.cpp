@@ -1,7 +1,8 @@
 //===- Decompose.cpp - composite tg ops into primitive ones ---------------===//
 //
-// One rewrite pattern per composite op (gelu, silu, softmax, pow by a small
-// constant exponent), each with its lit case in tests/lit/passes/decompose.mlir.
+// One rewrite pattern per composite op (gelu, silu, softmax, layer_norm, pow
+// by a small constant exponent), each with its lit case in
+// tests/lit/passes/decompose.mlir.
 //
 //===----------------------------------------------------------------------===//
 #include "passes/Passes.h"
@@ -42,13 +43,17 @@ Value splat(OpBuilder &b, Location loc, RankedTensorType t, double v) {
   return b.create<tg::BroadcastOp>(loc, t, c);
 }
 
-/// Replaces composite `op` with `r`, the last op of its decomposition, which
-/// inherits the layout import gave the result (`tg.strides`, eager's).
-void replaceComposite(PatternRewriter &b, Operation *op, Value r) {
+/// Replaces composite `op` with `results`; the last op of the first
+/// result's decomposition inherits the layout import gave that result
+/// (`tg.strides`, eager's).
+void replaceComposite(PatternRewriter &b, Operation *op, ValueRange results) {
   if (Attribute strides = op->getAttr("tg.strides"))
-    if (Operation *def = r.getDefiningOp(); def && !def->hasAttr("tg.strides"))
+    if (Operation *def = results.front().getDefiningOp(); def && !def->hasAttr("tg.strides"))
       def->setAttr("tg.strides", strides);
-  b.replaceOp(op, r);
+  b.replaceOp(op, results);
+}
+void replaceComposite(PatternRewriter &b, Operation *op, Value r) {
+  replaceComposite(b, op, ValueRange(r));
 }
 
 /// gelu(x) = 0.5 x (1 + erf(x / sqrt(2))), or with approximate = "tanh"
@@ -113,6 +118,43 @@ struct DecomposeSoftmax : OpRewritePattern<tg::SoftmaxOp> {
   }
 };
 
+/// layer_norm over the last `count` dims, n elements per row:
+/// mean = sum(x) / n, xc = x - mean, var = sum(xc * xc) / n,
+/// rstd = rsqrt(var + epsilon), result = xc * rstd (* weight) (+ bias).
+struct DecomposeLayerNorm : OpRewritePattern<tg::LayerNormOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(tg::LayerNormOp ln, PatternRewriter &b) const override {
+    Location loc = ln.getLoc();
+    auto t = cast<RankedTensorType>(ln.getInput().getType());
+    auto rt = cast<RankedTensorType>(ln.getMean().getType());
+    int64_t count = ln.getCount();
+    double n = 1;
+    for (int64_t d = t.getRank() - count; d < t.getRank(); ++d)
+      n *= t.getDimSize(d);
+    auto sum = [&](Value v) -> Value {
+      return b.create<tg::ReduceOp>(loc, rt, v, b.getStringAttr("sum"), b.getI64IntegerAttr(count));
+    };
+    auto overRow = [&](Value row) -> Value {
+      return rt == t ? row : b.create<tg::BroadcastOp>(loc, t, row);
+    };
+    Value x = ln.getInput();
+    Value mean = b.create<tg::DivOp>(loc, rt, sum(x), splat(b, loc, rt, n));
+    Value xc = b.create<tg::SubOp>(loc, t, x, overRow(mean));
+    Value var =
+        b.create<tg::DivOp>(loc, rt, sum(b.create<tg::MulOp>(loc, t, xc, xc)), splat(b, loc, rt, n));
+    Value rstd = b.create<tg::RsqrtOp>(
+        loc, rt, b.create<tg::AddOp>(loc, rt, var, splat(b, loc, rt, ln.getEpsilon().convertToDouble())));
+    Value y = b.create<tg::MulOp>(loc, t, xc, overRow(rstd));
+    if (Value w = ln.getWeight())
+      y = b.create<tg::MulOp>(loc, t, y, w);
+    if (Value bias = ln.getBias())
+      y = b.create<tg::AddOp>(loc, t, y, bias);
+    SmallVector<Value> results{y, mean, rstd};
+    replaceComposite(b, ln, results);
+    return success();
+  }
+};
+
 /// pow by a splat constant exponent of 1, 2, 3, 0.5, -0.5 or -1 becomes
 /// multiplications, sqrt, rsqrt or a division; other exponents stay pow.
 struct DecomposePow : OpRewritePattern<tg::PowOp> {
@@ -147,7 +189,8 @@ struct DecomposePow : OpRewritePattern<tg::PowOp> {
 struct DecomposePass : public tgc::impl::DecomposeBase<DecomposePass> {
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
-    patterns.add<DecomposeGelu, DecomposeSilu, DecomposeSoftmax, DecomposePow>(&getContext());
+    patterns.add<DecomposeGelu, DecomposeSilu, DecomposeSoftmax, DecomposeLayerNorm, DecomposePow>(
+        &getContext());
     GreedyRewriteConfig config;
     config.enableRegionSimplification = GreedySimplifyRegionLevel::Disabled;
     if (failed(applyPatternsAndFoldGreedily(getOperation(), std::move(patterns), config)))

@@ -56,6 +56,10 @@ def Decompose : Pass<"tg-decompose", "::mlir::func::FuncOp"> {
     - `tg.softmax` becomes `tg.reduce` max, a shift, `tg.exp`, `tg.reduce`
       sum and a division (or, with `log = true`, the shifted value minus
       the log of the sum), which `tg-fuse-rows` makes one row kernel;
+    - `tg.layer_norm` becomes the row mean (`tg.reduce` sum over n), the
+      centred input, the biased variance, `rsqrt(var + epsilon)` and the
+      scaled (and weighted, biased) result: two reductions over the same
+      rows, one row kernel after `tg-fuse-rows`;
     - `tg.pow` by a splat constant exponent of 1, 2, 3, 0.5, -0.5 or -1
       becomes multiplications, `tg.sqrt`, `tg.rsqrt` or a division (exact,
       and far cheaper than `powf`). Other exponents stay `tg.pow`.

@@ -487,26 +487,20 @@ bool Importer::importRowOp(const SegmentNode &node, const ops::OpInfo &info) {
     int64_t count = node.args[1].ints.size();
     if (count < 1 || count > rank || !isa<FloatType>(xt.getElementType()))
       return false;
-    auto t = xt;
-    int64_t n = 1;
-    for (int64_t d = rank - count; d < rank; ++d)
-      n *= xt.getDimSize(d);
-    Value sum = reduce(x, "sum", count);
-    auto rt = cast<RankedTensorType>(sum.getType());
-    Value mean = b.create<tg::DivOp>(loc, rt, sum, scalar(double(n), rt));
-    Value xc = b.create<tg::SubOp>(loc, t, x, bcast(mean, t));
-    Value sq = b.create<tg::MulOp>(loc, t, xc, xc);
-    Value var = b.create<tg::DivOp>(loc, rt, reduce(sq, "sum", count), scalar(double(n), rt));
-    Value rstd = b.create<tg::RsqrtOp>(
-        loc, rt, b.create<tg::AddOp>(loc, rt, var, scalar(node.args[4].d, rt)));
-    Value y = b.create<tg::MulOp>(loc, t, xc, bcast(rstd, t));
-    if (Value w = tensorArg(2))
-      y = b.create<tg::MulOp>(loc, t, y, bcast(castTo(w, t.getElementType()), t));
-    if (Value bias = tensorArg(3))
-      y = b.create<tg::AddOp>(loc, t, y, bcast(castTo(bias, t.getElementType()), t));
-    finish(y, node.outputs[0]);
-    finish(mean, node.outputs[1]);
-    finish(rstd, node.outputs[2]);
+    // One tg.layer_norm (tg-decompose computes it); weight and bias are
+    // broadcast to the input, the statistics keep the normalized dims as 1s.
+    auto affine = [&](Value v) { return v ? bcast(castTo(v, xt.getElementType()), xt) : v; };
+    SmallVector<int64_t> rowShape(xt.getShape());
+    std::fill(rowShape.end() - count, rowShape.end(), 1);
+    auto rt = RankedTensorType::get(rowShape, xt.getElementType());
+    Value weight = affine(tensorArg(2));
+    Value bias = affine(tensorArg(3));
+    auto ln = b.create<tg::LayerNormOp>(loc, TypeRange{xt, rt, rt}, x, weight, bias,
+                                        b.getI64IntegerAttr(count),
+                                        b.getF64FloatAttr(node.args[4].d));
+    finish(ln.getResult(), node.outputs[0]);
+    finish(ln.getMean(), node.outputs[1]);
+    finish(ln.getRstd(), node.outputs[2]);
     return true;
   }
   default:

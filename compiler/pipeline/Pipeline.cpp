@@ -13,6 +13,8 @@
 #include "mlir/Transforms/Passes.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <optional>
+
 using namespace mlir;
 
 namespace tgc {
@@ -200,45 +202,80 @@ LogicalResult PlanBuilder::build(func::FuncOp fn) {
   return success();
 }
 
+namespace {
+
+/// A context with tgc's dialects and one imported, verified segment;
+/// diagnostics are collected for the error message instead of printed.
+class ImportedSegment {
+public:
+  ImportedSegment() : ctx(registry(), MLIRContext::Threading::DISABLED) {
+    ctx.loadAllAvailableDialects();
+    handler.emplace(&ctx, [this](Diagnostic &d) {
+      diagnostics += d.str() + "\n";
+      return success();
+    });
+  }
+
+  LogicalResult import(const Segment &segment, std::string &error) {
+    module = ModuleOp::create(UnknownLoc::get(&ctx));
+    auto imported = importSegment(segment, *module, error);
+    if (failed(imported))
+      return failure();
+    fn = *imported;
+    if (failed(mlir::verify(*module))) {
+      error = "imported tg does not verify: " + diagnostics;
+      return failure();
+    }
+    return success();
+  }
+
+  MLIRContext ctx;
+  std::string diagnostics;
+  std::optional<ScopedDiagnosticHandler> handler;
+  OwningOpRef<ModuleOp> module;
+  func::FuncOp fn;
+
+private:
+  static DialectRegistry registry() {
+    DialectRegistry r;
+    r.insert<tg::TGDialect, tgk::TGKDialect, func::FuncDialect, arith::ArithDialect,
+             math::MathDialect>();
+    return r;
+  }
+};
+
+} // namespace
+
+bool importToText(const Segment &segment, std::string &ir, std::string &error) {
+  ImportedSegment imported;
+  if (failed(imported.import(segment, error)))
+    return false;
+  ir = printOp(*imported.module);
+  return true;
+}
+
 PipelineResult runPipeline(const Segment &segment) {
   PipelineResult result;
-  DialectRegistry registry;
-  registry.insert<tg::TGDialect, tgk::TGKDialect, func::FuncDialect,
-                  arith::ArithDialect, math::MathDialect>();
-  MLIRContext ctx(registry, MLIRContext::Threading::DISABLED);
-  ctx.loadAllAvailableDialects();
-  // Diagnostics become the error message instead of going to stderr.
-  std::string diagnostics;
-  ScopedDiagnosticHandler handler(&ctx, [&](Diagnostic &d) {
-    diagnostics += d.str() + "\n";
-    return success();
-  });
-
-  OwningOpRef<ModuleOp> module = ModuleOp::create(UnknownLoc::get(&ctx));
-  auto fn = importSegment(segment, *module, result.error);
-  if (failed(fn))
+  ImportedSegment imported;
+  if (failed(imported.import(segment, result.error)))
     return result;
-  if (failed(mlir::verify(*module))) {
-    result.error = "imported tg does not verify: " + diagnostics;
-    return result;
-  }
-  result.importedIR = printOp(*module);
+  result.importedIR = printOp(*imported.module);
 
   const codegen::CodegenBackend *backend = codegen::codegenBackendFor(segment.device);
   if (!backend) {
     result.error = "no backend compiles for device '" + segment.device + "'";
     return result;
   }
-  PassManager pm(&ctx);
+  PassManager pm(&imported.ctx);
   backend->buildPipeline(pm);
-  if (failed(pm.run(*module))) {
-    result.error = "pass pipeline failed: " + diagnostics;
+  if (failed(pm.run(*imported.module))) {
+    result.error = "pass pipeline failed: " + imported.diagnostics;
     return result;
   }
-  result.finalIR = printOp(*module);
+  result.finalIR = printOp(*imported.module);
   result.plan.device = segment.device;
   PlanBuilder builder(result.plan, *backend, result.error);
-  if (failed(builder.build(*fn)))
+  if (failed(builder.build(imported.fn)))
     return result;
   result.ok = true;
   return result;

@@ -26,6 +26,11 @@ struct PipelineResult {
 /// and emits kernel sources for the segment's device into a Plan.
 PipelineResult runPipeline(const Segment &segment);
 
+/// The `tg` module import makes of `segment`, verified and printed: what
+/// `tgc-opt --import-segment` hands to the passes. False with `error` when
+/// import fails.
+bool importToText(const Segment &segment, std::string &ir, std::string &error);
+
 } // namespace tgc
 
 #endif // TGC_COMPILER_PIPELINE_PIPELINE_H

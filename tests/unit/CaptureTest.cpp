@@ -1,4 +1,5 @@
 // Capture: the ATen ops a callable runs are recorded at the dispatcher.
+#include "compiler/capture/SegmentText.h"
 #include "compiler/capture/Tracer.h"
 
 #include <gtest/gtest.h>
@@ -38,6 +39,28 @@ TEST(Capture, RecordsTheSkeletonsThreeOps) {
   EXPECT_TRUE(ctx.lifted().empty());
   // Capture ran no kernel on the real inputs and left them untouched.
   EXPECT_FALSE(isTracer(a));
+}
+
+TEST(Capture, CapturedSegmentRoundTripsThroughItsText) {
+  torch::Tensor x = torch::randn({8, 4}).t(), w = torch::randn({8}), m = torch::randn({8, 3});
+  TraceContext ctx("cpu");
+  std::vector<at::Tensor> outs;
+  {
+    TraceGuard guard(ctx);
+    auto in = ctx.makeInputs({x, w, m});
+    auto y = torch::layer_norm(in[0], {8}, in[1], torch::Tensor(), 1e-5);
+    auto z = torch::cat({y.softmax(1), in[0] * 0.1}, 0).mm(in[2]);
+    outs = {z.view({24}), torch::where(z > 0, z, 2.5).var(0), y.sum({1}, false, torch::kDouble)};
+  }
+  ctx.finish(outs);
+  const Segment &s = ctx.segment();
+  EXPECT_EQ(s.values[s.inputs[0]].strides, (std::vector<int64_t>{1, 4})); // x is a transpose
+  std::string text = printSegment(s), error;
+  Segment parsed;
+  ASSERT_TRUE(parseSegment(text, parsed, error)) << error << "\n" << text;
+  EXPECT_EQ(printSegment(parsed), text);
+  // The structural key (the graph cache's key) survives the round trip.
+  EXPECT_EQ(parsed.structuralKey(), s.structuralKey());
 }
 
 TEST(Capture, LiftsCapturedTensorsAsInputs) {

@@ -564,6 +564,32 @@ LogicalResult SoftmaxOp::verify() {
 }
 
 //===----------------------------------------------------------------------===//
+// LayerNormOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult LayerNormOp::verify() {
+  auto t = cast<RankedTensorType>(getInput().getType());
+  if (!isa<FloatType>(t.getElementType()))
+    return emitOpError("requires a floating-point element type, got ") << t.getElementType();
+  int64_t count = getCount();
+  if (count < 1 || count > t.getRank())
+    return emitOpError("normalizes ") << count << " trailing dims of a rank-" << t.getRank()
+                                      << " tensor; expected 1 to " << t.getRank();
+  if (getResult().getType() != t)
+    return emitOpError("result type must be the input type ") << t;
+  for (Value v : {getWeight(), getBias()})
+    if (v && v.getType() != t)
+      return emitOpError("weight and bias must be broadcast to the input type ") << t;
+  SmallVector<int64_t> rowShape(t.getShape());
+  std::fill(rowShape.end() - count, rowShape.end(), 1);
+  auto rowType = RankedTensorType::get(rowShape, t.getElementType());
+  if (getMean().getType() != rowType || getRstd().getType() != rowType)
+    return emitOpError("mean and rstd must be ") << rowType
+                                                 << " (the normalized dims kept as 1s)";
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
 // ExternOp
 //===----------------------------------------------------------------------===//
 

@@ -487,6 +487,33 @@ def TG_SoftmaxOp : TG_Op<"softmax", [Pure, SameOperandsAndResultType]> {
   let hasVerifier = 1;
 }
 
+def TG_LayerNormOp : TG_Op<"layer_norm", [Pure, AttrSizedOperandSegments]> {
+  let summary = "layer normalization over the trailing dimensions";
+  let description = [{
+    ATen's `native_layer_norm` over the last `count` dimensions: per row,
+    `mean` and `rstd = rsqrt(var + epsilon)` (biased variance), and
+    `result = (x - mean) * rstd`, times `weight` and plus `bias` when given.
+    Import broadcasts `weight` and `bias` to the input's type; `mean` and
+    `rstd` keep the normalized dims as 1s. `tg-decompose` rewrites the op
+    into `tg.reduce` and pointwise ops, which `tg-fuse-rows` makes one row
+    kernel.
+
+    ```mlir
+    %y, %mean, %rstd = tg.layer_norm %x weight %w bias %b
+        {count = 1 : i64, epsilon = 1.0e-05 : f64}
+        : (tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>)
+        -> (tensor<4x8xf32>, tensor<4x1xf32>, tensor<4x1xf32>)
+    ```
+  }];
+  let arguments = (ins TG_StaticTensor:$input, Optional<TG_StaticTensor>:$weight,
+                       Optional<TG_StaticTensor>:$bias, I64Attr:$count, F64Attr:$epsilon);
+  let results = (outs TG_StaticTensor:$result, TG_StaticTensor:$mean, TG_StaticTensor:$rstd);
+  let assemblyFormat = [{
+    $input (`weight` $weight^)? (`bias` $bias^)? attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
 //===----------------------------------------------------------------------===//
 // Extern calls
 //===----------------------------------------------------------------------===//

@@ -81,3 +81,47 @@ func.func @log_softmax(%x: tensor<2x3x5xf64>) -> tensor<2x3x5xf64> {
   %y = tg.softmax %x {log = true} : tensor<2x3x5xf64>
   return %y : tensor<2x3x5xf64>
 }
+
+// -----
+
+// Tests that layer_norm over the last two dims becomes the row mean, the
+// centred input, the biased variance, rsqrt(var + eps) and the weighted,
+// biased result; mean and rstd replace the op's statistics.
+// CHECK-LABEL: func.func @layer_norm
+// CHECK-NOT: tg.layer_norm
+// CHECK-DAG: %[[EPS:.*]] = tg.constant dense<9.99999974E-6> : tensor<f32>
+// CHECK-DAG: %[[N:.*]] = tg.constant dense<3.200000e+01> : tensor<f32>
+// CHECK: %[[NB:.*]] = tg.broadcast %[[N]] : tensor<f32> -> tensor<2x1x1xf32>
+// CHECK: %[[S:.*]] = tg.reduce %arg0 {count = 2 : i64, kind = "sum"} : tensor<2x4x8xf32> -> tensor<2x1x1xf32>
+// CHECK: %[[MEAN:.*]] = tg.div %[[S]], %[[NB]] : tensor<2x1x1xf32>
+// CHECK: %[[MB:.*]] = tg.broadcast %[[MEAN]] : tensor<2x1x1xf32> -> tensor<2x4x8xf32>
+// CHECK: %[[XC:.*]] = tg.sub %arg0, %[[MB]]
+// CHECK: %[[SQ:.*]] = tg.mul %[[XC]], %[[XC]]
+// CHECK: %[[SS:.*]] = tg.reduce %[[SQ]] {count = 2 : i64, kind = "sum"}
+// CHECK: %[[VAR:.*]] = tg.div %[[SS]], %{{.*}} : tensor<2x1x1xf32>
+// CHECK: %[[EB:.*]] = tg.broadcast %[[EPS]]
+// CHECK: %[[VE:.*]] = tg.add %[[VAR]], %[[EB]] : tensor<2x1x1xf32>
+// CHECK: %[[RSTD:.*]] = tg.rsqrt %[[VE]] : tensor<2x1x1xf32>
+// CHECK: %[[RB:.*]] = tg.broadcast %[[RSTD]] : tensor<2x1x1xf32> -> tensor<2x4x8xf32>
+// CHECK: %[[Y:.*]] = tg.mul %[[XC]], %[[RB]]
+// CHECK: %[[YW:.*]] = tg.mul %[[Y]], %arg1
+// CHECK: %[[YB:.*]] = tg.add %[[YW]], %arg2
+// CHECK: return %[[YB]], %[[MEAN]], %[[RSTD]]
+func.func @layer_norm(%x: tensor<2x4x8xf32>, %w: tensor<2x4x8xf32>, %b: tensor<2x4x8xf32>) -> (tensor<2x4x8xf32>, tensor<2x1x1xf32>, tensor<2x1x1xf32>) {
+  %y, %m, %r = tg.layer_norm %x weight %w bias %b {count = 2 : i64, epsilon = 1.0e-05 : f64} : (tensor<2x4x8xf32>, tensor<2x4x8xf32>, tensor<2x4x8xf32>) -> (tensor<2x4x8xf32>, tensor<2x1x1xf32>, tensor<2x1x1xf32>)
+  return %y, %m, %r : tensor<2x4x8xf32>, tensor<2x1x1xf32>, tensor<2x1x1xf32>
+}
+
+// -----
+
+// Tests that a layer_norm without weight and bias ends at the scaled input,
+// which keeps the op's layout (tg.strides).
+// CHECK-LABEL: func.func @layer_norm_plain
+// CHECK: %[[RSTD:.*]] = tg.rsqrt
+// CHECK: %[[RB:.*]] = tg.broadcast %[[RSTD]]
+// CHECK: %[[Y:.*]] = tg.mul %{{.*}}, %[[RB]] {tg.strides = array<i64: 8, 1>} : tensor<4x8xf64>
+// CHECK-NEXT: return %[[Y]]
+func.func @layer_norm_plain(%x: tensor<4x8xf64>) -> tensor<4x8xf64> {
+  %y, %m, %r = tg.layer_norm %x {count = 1 : i64, epsilon = 1.0e-05 : f64, tg.strides = array<i64: 8, 1>} : (tensor<4x8xf64>) -> (tensor<4x8xf64>, tensor<4x1xf64>, tensor<4x1xf64>)
+  return %y : tensor<4x8xf64>
+}

@@ -162,6 +162,42 @@ func.func @softmax_scalar(%a: tensor<f32>) -> tensor<f32> {
 
 // -----
 
+// Tests that layer_norm normalizes at least one and at most all dims.
+func.func @layer_norm_count(%a: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  // expected-error @+1 {{normalizes 3 trailing dims of a rank-2 tensor; expected 1 to 2}}
+  %y, %m, %r = tg.layer_norm %a {count = 3 : i64, epsilon = 1.0e-05 : f64} : (tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<1x1xf32>, tensor<1x1xf32>)
+  return %y : tensor<4x8xf32>
+}
+
+// -----
+
+// Tests that layer_norm's statistics keep the normalized dims as 1s.
+func.func @layer_norm_stats(%a: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  // expected-error @+1 {{mean and rstd must be 'tensor<4x1xf32>' (the normalized dims kept as 1s)}}
+  %y, %m, %r = tg.layer_norm %a {count = 1 : i64, epsilon = 1.0e-05 : f64} : (tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<4xf32>, tensor<4xf32>)
+  return %y : tensor<4x8xf32>
+}
+
+// -----
+
+// Tests that layer_norm takes its weight already broadcast to the input.
+func.func @layer_norm_weight(%a: tensor<4x8xf32>, %w: tensor<8xf32>) -> tensor<4x8xf32> {
+  // expected-error @+1 {{weight and bias must be broadcast to the input type 'tensor<4x8xf32>'}}
+  %y, %m, %r = tg.layer_norm %a weight %w {count = 1 : i64, epsilon = 1.0e-05 : f64} : (tensor<4x8xf32>, tensor<8xf32>) -> (tensor<4x8xf32>, tensor<4x1xf32>, tensor<4x1xf32>)
+  return %y : tensor<4x8xf32>
+}
+
+// -----
+
+// Tests that layer_norm rejects integer tensors.
+func.func @layer_norm_int(%a: tensor<4x8xi32>) -> tensor<4x8xi32> {
+  // expected-error @+1 {{requires a floating-point element type}}
+  %y, %m, %r = tg.layer_norm %a {count = 1 : i64, epsilon = 1.0e-05 : f64} : (tensor<4x8xi32>) -> (tensor<4x8xi32>, tensor<4x1xi32>, tensor<4x1xi32>)
+  return %y : tensor<4x8xi32>
+}
+
+// -----
+
 // Tests that silu, like the other transcendental ops, rejects integers.
 func.func @silu_int(%a: tensor<4xi64>) -> tensor<4xi64> {
   // expected-error @+1 {{requires a floating-point element type}}

@@ -91,3 +91,15 @@ func.func @composites(%a: tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<4x8xf32>,
   %l = tg.softmax %a {log = true} : tensor<4x8xf32>
   return %s, %p, %l : tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>
 }
+
+// -----
+
+// Tests that layer_norm round-trips with and without weight and bias.
+// CHECK-LABEL: func.func @layer_norm
+func.func @layer_norm(%x: tensor<2x4x8xf32>, %w: tensor<2x4x8xf32>) -> (tensor<2x4x8xf32>, tensor<2x1x1xf32>, tensor<2x4x8xf32>) {
+  // CHECK: tg.layer_norm %{{.*}} weight %{{.*}} {count = 2 : i64, epsilon = 1.000000e-05 : f64} : (tensor<2x4x8xf32>, tensor<2x4x8xf32>) -> (tensor<2x4x8xf32>, tensor<2x1x1xf32>, tensor<2x1x1xf32>)
+  %y, %m, %r = tg.layer_norm %x weight %w {count = 2 : i64, epsilon = 1.0e-05 : f64} : (tensor<2x4x8xf32>, tensor<2x4x8xf32>) -> (tensor<2x4x8xf32>, tensor<2x1x1xf32>, tensor<2x1x1xf32>)
+  // CHECK: tg.layer_norm %{{.*}} {count = 1 : i64, epsilon = 1.000000e-03 : f64} : (tensor<2x4x8xf32>) -> (tensor<2x4x8xf32>, tensor<2x4x1xf32>, tensor<2x4x1xf32>)
+  %z, %m2, %r2 = tg.layer_norm %x {count = 1 : i64, epsilon = 1.0e-03 : f64} : (tensor<2x4x8xf32>) -> (tensor<2x4x8xf32>, tensor<2x4x1xf32>, tensor<2x4x1xf32>)
+  return %y, %m, %z : tensor<2x4x8xf32>, tensor<2x1x1xf32>, tensor<2x4x8xf32>
+}

@@ -12,7 +12,7 @@
 namespace tgc {
 
 std::shared_ptr<CompiledGraph> DeviceBackend::compile(Plan plan, int64_t &compiled,
-                                                std::string &error) const {
+                                                      std::string &error) const {
   compiled = 0;
   std::vector<std::string> archs;
   if (!plan.kernels.empty()) {

@@ -10,6 +10,7 @@
 #include <ATen/ops/any.h>
 #include <ATen/ops/empty_strided.h>
 #include <ATen/ops/isnan.h>
+#include <ATen/ops/ne.h>
 #include <c10/core/impl/LocalDispatchKeySet.h>
 #include <torch/library.h>
 
@@ -94,6 +95,10 @@ public:
   int segment; ///< the segment that produced this value
   int id;      ///< its value id there
   at::Tensor materialized; ///< set once its segment ran (after a break)
+  /// Its value when capture can compute it: small values made from
+  /// constants, sizes and small real tensors (a size turned into a tensor
+  /// and back). Host reads of it are answered, under a guard.
+  at::Tensor known;
 
 private:
   c10::intrusive_ptr<TensorImpl> copy(const c10::VariableVersion &version,
@@ -102,6 +107,7 @@ private:
         ctx, segment, id, metaLike(sizes(), strides(), dtype().toScalarType()), device());
     copy_tensor_metadata(this, impl.get(), version, allowMetadataChange);
     impl->materialized = materialized;
+    impl->known = known;
     return impl;
   }
   const char *tensorimpl_type_name() const override { return "tgc::TracerTensorImpl"; }
@@ -539,7 +545,11 @@ void noteAliases(TraceContext &ctx, const c10::FunctionSchema &schema, const Seg
   // in training updates its running statistics; the unsafe views alias.
   const std::string &name = schema.name();
   bool hiddenWrite = name.find("batch_norm") != std::string::npos &&
-                     name.find("backward") == std::string::npos;
+                     name.find("backward") == std::string::npos &&
+                     name.find("no_training") == std::string::npos;
+  for (size_t k = 0; hiddenWrite && k < node.args.size() && k < schema.arguments().size(); ++k)
+    if (schema.arguments()[k].name() == "training" && node.args[k].kind == ArgValue::Bool)
+      hiddenWrite = node.args[k].b; // eval mode reads the statistics only
   bool unsafeView = name.find("unsafe") != std::string::npos;
   bool fromInput = false;
   for (size_t k = 0; k < node.args.size() && k < schema.arguments().size(); ++k) {
@@ -569,6 +579,93 @@ void noteAliases(TraceContext &ctx, const c10::FunctionSchema &schema, const Seg
     for (int id : node.outputs)
       if (id >= 0)
         ctx.noteInputAlias(id);
+}
+
+/// Values capture computes alongside the graph are at most this large.
+constexpr int64_t kMaxKnownElements = 64;
+
+/// The value of `t` as capture knows it: a small real CPU tensor's own, a
+/// tracer's `known`; undefined when unknown.
+at::Tensor knownValue(const at::Tensor &t) {
+  if (!t.defined())
+    return t;
+  if (TracerTensorImpl *tr = asTracer(t))
+    return tr->known;
+  if (t.device().is_cpu() && t.numel() <= kMaxKnownElements && !t.requires_grad() &&
+      t.layout() == at::kStrided)
+    return t;
+  return {};
+}
+
+/// Runs `op` for real on the known values of its arguments (`originals`,
+/// as the program passed them): the results, or nullopt when an argument's
+/// value is unknown, the op draws random numbers, or it fails. Real
+/// arguments are copied first, so in-place ops never touch program data.
+std::optional<torch::jit::Stack> runOnKnown(const c10::OperatorHandle &op,
+                                            const std::vector<c10::IValue> &originals) {
+  if (op.hasTag(at::Tag::nondeterministic_seeded) || op.schema().is_vararg())
+    return std::nullopt;
+  OutsideTrace outside;
+  torch::jit::Stack stack;
+  bool known = true;
+  for (c10::IValue v : originals) {
+    bool plainList = !v.isList() || v.isIntList() || v.isDoubleList() || v.isBoolList() ||
+                     v.isTensorList() || v.isOptionalTensorList();
+    if (!plainList) // a generic list may hold tracers mapTensors does not reach
+      return std::nullopt;
+    if (v.isDevice())
+      v = c10::Device(at::kCPU);
+    mapTensors(v, [&](const at::Tensor &t) {
+      at::Tensor k = knownValue(t);
+      known = known && k.defined();
+      return k.defined() ? k.clone() : t;
+    });
+    stack.push_back(std::move(v));
+  }
+  if (!known)
+    return std::nullopt;
+  try {
+    op.callBoxed(&stack);
+  } catch (const c10::Error &) {
+    return std::nullopt;
+  }
+  for (const c10::IValue &r : stack) {
+    bool small = true;
+    c10::IValue copy = r;
+    mapTensors(copy, [&](const at::Tensor &t) {
+      small = small && t.numel() <= kMaxKnownElements;
+      return t;
+    });
+    if (!small)
+      return std::nullopt;
+  }
+  return stack;
+}
+
+/// `_local_scalar_dense(t)` (item(), int(), float(), bool() of a tensor)
+/// where capture knows t's value: answered from it, with a guard in the
+/// graph that t still holds it (run eagerly when it does not). Replaces the
+/// argument on `stack` with the answer; false when the value is unknown.
+bool answerKnownRead(TraceContext &ctx, torch::jit::Stack *stack, size_t base) {
+  if (!ctx.canSpeculate() || stack->size() != base + 1 || !(*stack)[base].isTensor())
+    return false;
+  const at::Tensor t = (*stack)[base].toTensor();
+  const at::Tensor value = knownValue(t);
+  if (!value.defined() || value.numel() != 1)
+    return false;
+  c10::Scalar answer;
+  {
+    OutsideTrace outside;
+    answer = value.item();
+  }
+  // A placeholder first: should the guard's own ops break, the capture
+  // aborts before anything runs.
+  ctx.addGuard(-1);
+  at::Tensor differs = at::ne(t, answer).any(); // traced: the guard's ops join the graph
+  ctx.setLastGuard(ctx.valueOf(differs));
+  stack->resize(base);
+  stack->emplace_back(answer);
+  return true;
 }
 
 /// `equal(a, b)` where a and b are the same traced value (eager's fast path:
@@ -609,6 +706,8 @@ void traceOp(TraceContext &ctx, const c10::OperatorHandle &op,
   const std::string name = qualifiedName(schema);
   if (schema.name() == "aten::equal" && predictEqual(ctx, stack, base))
     return;
+  if (schema.name() == "aten::_local_scalar_dense" && answerKnownRead(ctx, stack, base))
+    return;
   if (needsHostValue(schema))
     throw GraphBreak(name, "needs a tensor's value on the host (item(), bool "
                            "conversion or a comparison read on the CPU)");
@@ -638,10 +737,45 @@ void traceOp(TraceContext &ctx, const c10::OperatorHandle &op,
   } catch (const GraphBreak &) {
     throw;
   } catch (const c10::Error &e) {
-    throw GraphBreak(name, std::string("its Meta kernel failed (no Meta kernel "
-                                       "or a data-dependent shape): ") +
-                               e.what_without_backtrace());
+    // Known values give the shapes where an example of zeros cannot (an
+    // integer division of sizes, say).
+    std::optional<torch::jit::Stack> real = runOnKnown(op, originals);
+    if (!real)
+      throw GraphBreak(name, std::string("its Meta kernel failed (no Meta kernel "
+                                         "or a data-dependent shape): ") +
+                                 e.what_without_backtrace());
+    stack->resize(base);
+    for (c10::IValue r : *real) {
+      mapTensors(r, [](const at::Tensor &t) { return metaLike(t); });
+      stack->push_back(std::move(r));
+    }
   }
+  // The results' values, when capture knows every argument's.
+  std::optional<torch::jit::Stack> knownResults;
+  {
+    bool allKnown = true; // and every result small (by its Meta stand-in)
+    for (size_t i = base; i < stack->size(); ++i) {
+      c10::IValue copy = (*stack)[i];
+      mapTensors(copy, [&](const at::Tensor &t) {
+        allKnown = allKnown && t.numel() <= kMaxKnownElements;
+        return t;
+      });
+    }
+    for (const c10::IValue &v : originals) {
+      c10::IValue copy = v;
+      mapTensors(copy, [&](const at::Tensor &t) {
+        allKnown = allKnown && knownValue(t).defined();
+        return t;
+      });
+    }
+    if (allKnown)
+      knownResults = runOnKnown(op, originals);
+    if (knownResults && knownResults->size() != stack->size() - base)
+      knownResults.reset();
+  }
+  auto knownOf = [&](size_t j) -> const c10::IValue * {
+    return knownResults ? &(*knownResults)[j] : nullptr;
+  };
 
   for (size_t i = base; i < stack->size(); ++i)
     if (!(*stack)[i].isTensor() && !(*stack)[i].isTensorList())
@@ -664,18 +798,28 @@ void traceOp(TraceContext &ctx, const c10::OperatorHandle &op,
           t->segment = ctx.segmentIndex();
           t->id = id;
           t->materialized.reset();
+          t->known.reset();
           t->setLayout(meta);
         }
         r = self;
       } else {
         r = ctx.makeTracer(id, meta);
       }
+      const c10::IValue *k = knownOf(j);
+      if (TracerTensorImpl *t = asTracer(r.toTensor()); t && k && k->isTensor())
+        t->known = k->toTensor();
     } else {
       std::vector<at::Tensor> outs;
+      const c10::IValue *k = knownOf(j);
+      std::vector<at::Tensor> values;
+      if (k && k->isTensorList())
+        values = k->toTensorVector();
       for (const at::Tensor &meta : r.toTensorVector()) {
         int id = ctx.addValue(meta);
         node.outputs.push_back(id);
         outs.push_back(ctx.makeTracer(id, meta));
+        if (values.size() > outs.size() - 1)
+          asTracer(outs.back())->known = values[outs.size() - 1];
       }
       r = outs;
     }

@@ -1,7 +1,7 @@
 //===- Decompose.cpp - composite tg ops into primitive ones ---------------===//
 //
-// One rewrite pattern per composite op (gelu, silu, softmax, layer_norm, pow
-// by a small constant exponent), each with its lit case in
+// One rewrite pattern per composite op (gelu, silu, softmax, layer_norm,
+// batch_norm, pow by a small constant exponent), each with its lit case in
 // tests/lit/passes/decompose.mlir.
 //
 //===----------------------------------------------------------------------===//
@@ -118,6 +118,16 @@ struct DecomposeSoftmax : OpRewritePattern<tg::SoftmaxOp> {
   }
 };
 
+/// `y * weight + bias`, each step only when its operand is given.
+Value scaleAndShift(PatternRewriter &b, Location loc, Value y, Value weight, Value bias) {
+  Type t = y.getType();
+  if (weight)
+    y = b.create<tg::MulOp>(loc, t, y, weight);
+  if (bias)
+    y = b.create<tg::AddOp>(loc, t, y, bias);
+  return y;
+}
+
 /// layer_norm over the last `count` dims, n elements per row:
 /// mean = sum(x) / n, xc = x - mean, var = sum(xc * xc) / n,
 /// rstd = rsqrt(var + epsilon), result = xc * rstd (* weight) (+ bias).
@@ -144,13 +154,30 @@ struct DecomposeLayerNorm : OpRewritePattern<tg::LayerNormOp> {
         b.create<tg::DivOp>(loc, rt, sum(b.create<tg::MulOp>(loc, t, xc, xc)), splat(b, loc, rt, n));
     Value rstd = b.create<tg::RsqrtOp>(
         loc, rt, b.create<tg::AddOp>(loc, rt, var, splat(b, loc, rt, ln.getEpsilon().convertToDouble())));
-    Value y = b.create<tg::MulOp>(loc, t, xc, overRow(rstd));
-    if (Value w = ln.getWeight())
-      y = b.create<tg::MulOp>(loc, t, y, w);
-    if (Value bias = ln.getBias())
-      y = b.create<tg::AddOp>(loc, t, y, bias);
+    Value y = scaleAndShift(b, loc, b.create<tg::MulOp>(loc, t, xc, overRow(rstd)),
+                            ln.getWeight(), ln.getBias());
     SmallVector<Value> results{y, mean, rstd};
     replaceComposite(b, ln, results);
+    return success();
+  }
+};
+
+/// batch_norm with given statistics, its operands broadcast to the input:
+/// (x - mean) * rsqrt(var + epsilon) (* weight) (+ bias). The rsqrt is per
+/// element rather than per channel: one more vector op per element, one
+/// kernel launch and buffer fewer.
+struct DecomposeBatchNorm : OpRewritePattern<tg::BatchNormOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(tg::BatchNormOp bn, PatternRewriter &b) const override {
+    Location loc = bn.getLoc();
+    auto t = cast<RankedTensorType>(bn.getType());
+    Value invstd = b.create<tg::RsqrtOp>(
+        loc, t,
+        b.create<tg::AddOp>(loc, t, bn.getVar(),
+                            splat(b, loc, t, bn.getEpsilon().convertToDouble())));
+    Value y = b.create<tg::MulOp>(loc, t, b.create<tg::SubOp>(loc, t, bn.getInput(), bn.getMean()),
+                                  invstd);
+    replaceComposite(b, bn, scaleAndShift(b, loc, y, bn.getWeight(), bn.getBias()));
     return success();
   }
 };
@@ -189,8 +216,8 @@ struct DecomposePow : OpRewritePattern<tg::PowOp> {
 struct DecomposePass : public tgc::impl::DecomposeBase<DecomposePass> {
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
-    patterns.add<DecomposeGelu, DecomposeSilu, DecomposeSoftmax, DecomposeLayerNorm, DecomposePow>(
-        &getContext());
+    patterns.add<DecomposeGelu, DecomposeSilu, DecomposeSoftmax, DecomposeLayerNorm,
+                 DecomposeBatchNorm, DecomposePow>(&getContext());
     GreedyRewriteConfig config;
     config.enableRegionSimplification = GreedySimplifyRegionLevel::Disabled;
     if (failed(applyPatternsAndFoldGreedily(getOperation(), std::move(patterns), config)))

@@ -60,6 +60,8 @@ def Decompose : Pass<"tg-decompose", "::mlir::func::FuncOp"> {
       centred input, the biased variance, `rsqrt(var + epsilon)` and the
       scaled (and weighted, biased) result: two reductions over the same
       rows, one row kernel after `tg-fuse-rows`;
+    - `tg.batch_norm` (given statistics) becomes
+      `(x - mean) * rsqrt(var + epsilon)`, weighted and biased: pointwise;
     - `tg.pow` by a splat constant exponent of 1, 2, 3, 0.5, -0.5 or -1
       becomes multiplications, `tg.sqrt`, `tg.rsqrt` or a division (exact,
       and far cheaper than `powf`). Other exponents stay `tg.pow`.

@@ -443,16 +443,14 @@ bool Importer::importRowOp(const SegmentNode &node, const ops::OpInfo &info) {
     Value mean = tensorArg(3), var = tensorArg(4);
     if (!mean || !var)
       return false;
-    // rsqrt(var + eps) per element rather than per channel: one more
-    // vector op per element, one kernel launch and buffer fewer.
-    Value invstd = b.create<tg::RsqrtOp>(
-        loc, t, b.create<tg::AddOp>(loc, t, channel(var), scalar(epsilon, t)));
-    Value y = b.create<tg::MulOp>(loc, t, b.create<tg::SubOp>(loc, t, castTo(x, ct), channel(mean)),
-                                  invstd);
-    if (Value w = tensorArg(1))
-      y = b.create<tg::MulOp>(loc, t, y, channel(w));
-    if (Value bias = tensorArg(2))
-      y = b.create<tg::AddOp>(loc, t, y, channel(bias));
+    Value weight = tensorArg(1), bias = tensorArg(2);
+    mean = channel(mean);
+    var = channel(var);
+    weight = weight ? channel(weight) : weight;
+    bias = bias ? channel(bias) : bias;
+    // One tg.batch_norm; tg-decompose computes it.
+    Value y = b.create<tg::BatchNormOp>(loc, t, castTo(x, ct), mean, var, weight, bias,
+                                        b.getF64FloatAttr(epsilon));
     finish(y, node.outputs[0]);
     // The saved mean / invstd outputs are empty in inference.
     for (int id : ArrayRef<int>(node.outputs).drop_front()) {

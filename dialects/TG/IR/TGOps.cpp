@@ -590,6 +590,17 @@ LogicalResult LayerNormOp::verify() {
 }
 
 //===----------------------------------------------------------------------===//
+// BatchNormOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult BatchNormOp::verify() {
+  Type elt = cast<RankedTensorType>(getInput().getType()).getElementType();
+  if (!isa<FloatType>(elt))
+    return emitOpError("requires a floating-point element type, got ") << elt;
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
 // ExternOp
 //===----------------------------------------------------------------------===//
 

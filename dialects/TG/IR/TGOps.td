@@ -514,6 +514,31 @@ def TG_LayerNormOp : TG_Op<"layer_norm", [Pure, AttrSizedOperandSegments]> {
   let hasVerifier = 1;
 }
 
+def TG_BatchNormOp : TG_Op<"batch_norm", [Pure, AttrSizedOperandSegments,
+    SameOperandsAndResultType]> {
+  let summary = "batch normalization with given statistics (inference)";
+  let description = [{
+    `(x - mean) * rsqrt(var + epsilon)`, times `weight` and plus `bias` when
+    given: ATen's batch norm in eval mode, where `mean` and `var` are the
+    running statistics. Import broadcasts the per-channel operands to the
+    input (and computes half types in f32, as ATen does), so the op is
+    pointwise; `tg-decompose` rewrites it into pointwise ops.
+
+    ```mlir
+    %y = tg.batch_norm %x, %mean, %var weight %w bias %b {epsilon = 1.0e-05 : f64}
+        : tensor<2x3x4x4xf32>
+    ```
+  }];
+  let arguments = (ins TG_StaticTensor:$input, TG_StaticTensor:$mean, TG_StaticTensor:$var,
+                       Optional<TG_StaticTensor>:$weight, Optional<TG_StaticTensor>:$bias,
+                       F64Attr:$epsilon);
+  let results = (outs TG_StaticTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $mean `,` $var (`weight` $weight^)? (`bias` $bias^)? attr-dict `:` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
 //===----------------------------------------------------------------------===//
 // Extern calls
 //===----------------------------------------------------------------------===//

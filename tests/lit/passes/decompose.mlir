@@ -125,3 +125,23 @@ func.func @layer_norm_plain(%x: tensor<4x8xf64>) -> tensor<4x8xf64> {
   %y, %m, %r = tg.layer_norm %x {count = 1 : i64, epsilon = 1.0e-05 : f64, tg.strides = array<i64: 8, 1>} : (tensor<4x8xf64>) -> (tensor<4x8xf64>, tensor<4x1xf64>, tensor<4x1xf64>)
   return %y : tensor<4x8xf64>
 }
+
+// -----
+
+// Tests that batch_norm with given statistics becomes
+// (x - mean) * rsqrt(var + eps) * weight + bias, elementwise.
+// CHECK-LABEL: func.func @batch_norm
+// CHECK-NOT: tg.batch_norm
+// CHECK: %[[EPS:.*]] = tg.constant dense<1.000000e-03> : tensor<f64>
+// CHECK: %[[EB:.*]] = tg.broadcast %[[EPS]] : tensor<f64> -> tensor<2x3x4xf64>
+// CHECK: %[[VE:.*]] = tg.add %arg2, %[[EB]]
+// CHECK: %[[INV:.*]] = tg.rsqrt %[[VE]]
+// CHECK: %[[XC:.*]] = tg.sub %arg0, %arg1
+// CHECK: %[[Y:.*]] = tg.mul %[[XC]], %[[INV]]
+// CHECK: %[[YW:.*]] = tg.mul %[[Y]], %arg3
+// CHECK: %[[YB:.*]] = tg.add %[[YW]], %arg4 {tg.strides = array<i64: 12, 4, 1>}
+// CHECK: return %[[YB]]
+func.func @batch_norm(%x: tensor<2x3x4xf64>, %m: tensor<2x3x4xf64>, %v: tensor<2x3x4xf64>, %w: tensor<2x3x4xf64>, %b: tensor<2x3x4xf64>) -> tensor<2x3x4xf64> {
+  %y = tg.batch_norm %x, %m, %v weight %w bias %b {epsilon = 1.0e-03 : f64, tg.strides = array<i64: 12, 4, 1>} : tensor<2x3x4xf64>
+  return %y : tensor<2x3x4xf64>
+}

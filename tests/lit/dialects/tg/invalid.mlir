@@ -198,6 +198,24 @@ func.func @layer_norm_int(%a: tensor<4x8xi32>) -> tensor<4x8xi32> {
 
 // -----
 
+// Tests that batch_norm rejects integer tensors.
+func.func @batch_norm_int(%a: tensor<2x3xi32>) -> tensor<2x3xi32> {
+  // expected-error @+1 {{requires a floating-point element type}}
+  %y = tg.batch_norm %a, %a, %a {epsilon = 1.0e-05 : f64} : tensor<2x3xi32>
+  return %y : tensor<2x3xi32>
+}
+
+// -----
+
+// Tests that batch_norm takes its statistics broadcast to the input.
+func.func @batch_norm_stats(%a: tensor<2x3xf32>, %m: tensor<3xf32>) -> tensor<2x3xf32> {
+  // expected-error @+1 {{requires the same type for all operands and results}}
+  %y = "tg.batch_norm"(%a, %m, %m) {epsilon = 1.0e-05 : f64, operandSegmentSizes = array<i32: 1, 1, 1, 0, 0>} : (tensor<2x3xf32>, tensor<3xf32>, tensor<3xf32>) -> tensor<2x3xf32>
+  return %y : tensor<2x3xf32>
+}
+
+// -----
+
 // Tests that silu, like the other transcendental ops, rejects integers.
 func.func @silu_int(%a: tensor<4xi64>) -> tensor<4xi64> {
   // expected-error @+1 {{requires a floating-point element type}}

@@ -103,3 +103,15 @@ func.func @layer_norm(%x: tensor<2x4x8xf32>, %w: tensor<2x4x8xf32>) -> (tensor<2
   %z, %m2, %r2 = tg.layer_norm %x {count = 1 : i64, epsilon = 1.0e-03 : f64} : (tensor<2x4x8xf32>) -> (tensor<2x4x8xf32>, tensor<2x4x1xf32>, tensor<2x4x1xf32>)
   return %y, %m, %z : tensor<2x4x8xf32>, tensor<2x1x1xf32>, tensor<2x4x8xf32>
 }
+
+// -----
+
+// Tests that batch_norm round-trips with and without weight and bias.
+// CHECK-LABEL: func.func @batch_norm
+func.func @batch_norm(%x: tensor<2x3x4xf32>, %m: tensor<2x3x4xf32>, %v: tensor<2x3x4xf32>) -> (tensor<2x3x4xf32>, tensor<2x3x4xf32>) {
+  // CHECK: tg.batch_norm %{{.*}}, %{{.*}}, %{{.*}} weight %{{.*}} bias %{{.*}} {epsilon = 1.000000e-05 : f64} : tensor<2x3x4xf32>
+  %y = tg.batch_norm %x, %m, %v weight %m bias %v {epsilon = 1.0e-05 : f64} : tensor<2x3x4xf32>
+  // CHECK: tg.batch_norm %{{.*}}, %{{.*}}, %{{.*}} {epsilon = 1.000000e-03 : f64} : tensor<2x3x4xf32>
+  %z = tg.batch_norm %x, %m, %v {epsilon = 1.0e-03 : f64} : tensor<2x3x4xf32>
+  return %y, %z : tensor<2x3x4xf32>, tensor<2x3x4xf32>
+}

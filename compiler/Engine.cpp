@@ -167,6 +167,13 @@ struct detail::Engine::Impl {
   /// to be captured (else it runs eagerly, with its reason).
   std::shared_ptr<Entry> lookup(const std::string &key, const std::vector<at::Tensor> &inputs,
                                 bool &fresh);
+  /// Makes `key`'s calls run eagerly from now on, for `reason`.
+  void remember(const std::string &key, const std::string &reason) {
+    auto eager = std::make_shared<Entry>();
+    eager->reason = reason;
+    std::lock_guard<std::mutex> lock(mutex);
+    entries[key] = std::move(eager);
+  }
   /// Captures a fresh entry's first call and publishes the entry.
   std::vector<at::Tensor> captureFresh(const std::string &key, const std::vector<at::Tensor> &inputs,
                                        const Body &body, const std::shared_ptr<Entry> &entry);
@@ -215,19 +222,23 @@ bool detail::Engine::Impl::trace(const std::vector<at::Tensor> &inputs, const Bo
       std::vector<at::Tensor> outputs = body(ctx->makeInputs(inputs));
       reals = ctx->finish(outputs);
       return true;
-    } catch (const c10::Error &e) {
+    } catch (const GraphBreak &b) {
+      if (!ctx->aborted())
+        throw; // fullgraph: captureFresh names the break
+      dropPredictions(entry, b.what());
+    } catch (...) { // any type: c10::Error, std::bad_alloc, one rewrapped by TorchScript
+      const std::string what = currentExceptionText();
       if (ctx->aborted()) { // rewrapped on its way out (TorchScript's interpreter)
-        dropPredictions(entry, e.what_without_backtrace());
+        dropPredictions(entry, what);
         continue;
       }
-      if (ctx->hadBreaks() || options.fullgraph)
-        throw;
-      entry.reason = std::string("capture failed: ") + e.what_without_backtrace();
+      TORCH_CHECK(!options.fullgraph, "tgc::compile(fullgraph=true): capture failed: ", what);
+      // Segments and breaking ops ran for real: running the call again is
+      // only right when none of them can have written a tensor.
+      TORCH_CHECK(!ctx->ranWrites(), "tgc: capture failed after a graph break ran ops that "
+                  "write tensors, so this call cannot be run again eagerly: ", what);
+      entry.reason = "capture failed: " + what;
       return false;
-    } catch (const std::exception &e) {
-      if (!ctx->aborted())
-        throw;
-      dropPredictions(entry, e.what());
     }
   }
   return true;
@@ -249,8 +260,10 @@ detail::Engine::Impl::capture(const std::vector<at::Tensor> &inputs,
   entry.exe.lift(ctx->lifted());
   std::vector<at::Tensor> all = inputs;
   all.insert(all.end(), entry.exe.lifted.begin(), entry.exe.lifted.end());
-  if (!compileSegment(ctx->segment(), all, config, entry.exe, entry.reason))
+  if (!compileSegment(ctx->segment(), all, config, entry.exe, entry.reason)) {
+    TORCH_CHECK(!options.fullgraph, "tgc::compile(fullgraph=true): ", entry.reason);
     return fallBack("running eagerly: " + entry.reason, [&] { return body(inputs); });
+  }
   return runOrFallBack(entry.exe, inputs, body);
 }
 
@@ -316,6 +329,7 @@ detail::Engine::Engine(Options options) : impl_(std::make_unique<Impl>()) {
   const ModeInfo &mode = modeInfo(options.mode);
   warnUnimplemented(mode);
   impl_->config.options = std::string("mode=") + mode.name;
+  impl_->config.fullgraph = options.fullgraph;
   if (!options.cache_dir.empty())
     impl_->config.cache = &ArtifactCache::forDirectory(options.cache_dir);
   impl_->options = std::move(options);
@@ -344,6 +358,8 @@ detail::Engine::call(const std::vector<at::Tensor> &inputs,
     scratch.predict = entry->predict.load();
     std::vector<at::Tensor> out = impl_->capture(inputs, body, scratch);
     entry->predict = scratch.predict.load();
+    if (!scratch.lazy && !scratch.exe) // it failed: later calls run eagerly, not retry
+      impl_->remember(key, scratch.reason);
     return out;
   }
   return fallBack("running eagerly: " + entry->reason, [&] { return body(inputs); });

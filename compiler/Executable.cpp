@@ -78,27 +78,43 @@ private:
 class SegmentCache {
 public:
   std::shared_ptr<CompiledGraph> get(const Segment &seg, const CompileConfig &config) {
-    return graphs_.get(config.memoPrefix() + seg.structuralKey(),
-                       [&] { return compile(seg, config); },
-                       [] { counters().cacheHitsMemory++; });
+    Compiled c = graphs_.get(config.memoPrefix() + seg.structuralKey(),
+                             [&] { return compile(seg, config); },
+                             [] { counters().cacheHitsMemory++; });
+    TORCH_CHECK(c.failure.empty() || !config.fullgraph,
+                "tgc::compile(fullgraph=true): a graph did not compile: ", c.failure);
+    return c.graph;
   }
   void clear() { graphs_.clear(); }
 
 private:
-  static std::shared_ptr<CompiledGraph> compile(const Segment &seg, const CompileConfig &config) {
+  /// A compiled graph, or the op-by-op run of one that failed to compile
+  /// and why (kept: the failure is not retried on later calls).
+  struct Compiled {
+    std::shared_ptr<CompiledGraph> graph;
+    std::string failure;
+  };
+  static Compiled compile(const Segment &seg, const CompileConfig &config) {
     CacheScope scope(*config.cache); // kernels go where the graph goes
     Plan plan;
     std::string error;
-    std::shared_ptr<CompiledGraph> g;
-    if (planSegment(seg, config, plan, error))
-      g = CompiledGraph::load(std::move(plan), error);
-    if (!g)
-      return fallBack("segment runs op by op through ATen: " + error, [&] { return opByOp(seg); });
+    Compiled c;
+    try { // the host compiler, NVRTC and loading
+      if (planSegment(seg, config, plan, error))
+        c.graph = CompiledGraph::load(std::move(plan), error);
+    } catch (...) {
+      error = "building or loading the compiled graph failed: " + currentExceptionText();
+    }
+    if (!c.graph) {
+      c.failure = error;
+      c.graph = fallBack("segment runs op by op through ATen: " + error, [&] { return opByOp(seg); });
+      return c;
+    }
     counters().graphsCompiled++;
-    counters().kernelsCompiled += g->kernelsCompiled();
-    return g;
+    counters().kernelsCompiled += c.graph->kernelsCompiled();
+    return c;
   }
-  Memo<std::shared_ptr<CompiledGraph>> graphs_;
+  Memo<Compiled> graphs_;
 };
 
 SegmentCache &segmentCache() {
@@ -144,12 +160,18 @@ private:
   static std::shared_ptr<const TrainingGraph> build(const Segment &seg, const std::vector<bool> &grad,
                                                     const CompileConfig &config, std::string &error) {
     JointGraph joint;
-    if (!buildJointGraph(seg, grad, joint, error))
-      return nullptr;
-    TrainingPartition p = partitionJoint(joint);
+    TrainingPartition p;
     auto g = std::make_shared<TrainingGraph>();
-    g->forward = segmentCache().get(p.forward, config);
-    g->backward = segmentCache().get(p.backward, config);
+    try { // autograd on the segment, the partitioner, both halves' compiles
+      if (!buildJointGraph(seg, grad, joint, error))
+        return nullptr;
+      p = partitionJoint(joint);
+      g->forward = segmentCache().get(p.forward, config);
+      g->backward = segmentCache().get(p.backward, config);
+    } catch (...) {
+      error = currentExceptionText();
+      return nullptr;
+    }
     g->layout = p.layout;
     counters().trainingGraphs++;
     counters().savedBytes = p.layout.savedBytes;
@@ -186,6 +208,20 @@ bool guardsHold(std::vector<at::Tensor> &outputs, size_t guards) {
 
 } // namespace
 
+std::string currentExceptionText() {
+  try {
+    throw;
+  } catch (const c10::Error &e) {
+    return e.what_without_backtrace();
+  } catch (const std::bad_alloc &) {
+    return "out of memory (std::bad_alloc)";
+  } catch (const std::exception &e) {
+    return e.what();
+  } catch (...) {
+    return "an exception of unknown type";
+  }
+}
+
 std::shared_ptr<CompiledGraph> opByOp(const Segment &seg) {
   std::string error;
   std::shared_ptr<CompiledGraph> ops = CompiledGraph::load(seg.toExternPlan(), error);
@@ -213,7 +249,13 @@ bool planSegment(const Segment &seg, const CompileConfig &config, Plan &plan, st
     warn("cached graph " + key + " does not parse (" + error + "); recompiling it");
   }
   counters().pipelinesRun++;
-  PipelineResult r = runPipeline(seg);
+  PipelineResult r;
+  try { // import, the passes and codegen: whatever throws is this graph's error
+    r = runPipeline(seg);
+  } catch (...) {
+    error = "the compilation pipeline failed: " + currentExceptionText();
+    return false;
+  }
   dumpDebug(r, seg);
   if (!r.ok) {
     error = r.error;

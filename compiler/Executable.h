@@ -33,6 +33,10 @@ template <class Run> auto fallBack(const std::string &why, Run &&run) -> decltyp
   return run();
 }
 
+/// The message of the exception being handled (inside a catch), whatever
+/// its type: a failure in any stage becomes a reason, never a crash.
+std::string currentExceptionText();
+
 /// `seg`'s ops one by one through the dispatcher, as eager runs them (and
 /// autograd records them).
 std::shared_ptr<CompiledGraph> opByOp(const Segment &seg);
@@ -43,6 +47,9 @@ std::shared_ptr<CompiledGraph> opByOp(const Segment &seg);
 struct CompileConfig {
   ArtifactCache *cache = &ArtifactCache::instance();
   std::string options = "mode=default"; ///< the graph layer key's options
+  /// A segment that does not compile throws (Options::fullgraph) instead of
+  /// running op by op. Not part of any key: the failure is cached either way.
+  bool fullgraph = false;
   /// Prefix of in-memory keys: one graph per directory and options.
   std::string memoPrefix() const { return cache->dir() + '\n' + options + '\n'; }
 };

@@ -4,6 +4,7 @@
 #include "runtime/Counters.h"
 #include "runtime/CudaDriver.h"
 #include "runtime/CudaModules.h"
+#include "runtime/FaultInjection.h"
 #include "runtime/Log.h"
 #include "runtime/Nvrtc.h"
 
@@ -23,6 +24,8 @@ std::shared_ptr<CompiledGraph> DeviceBackend::compile(Plan plan, int64_t &compil
   KernelImages images;
   if (!build(plan, archs, images, error))
     return nullptr;
+  if (!plan.kernels.empty() && faultInjected(FaultStage::Load))
+    throw std::bad_alloc(); // as loading a large artifact may
   std::shared_ptr<CompiledGraph> g = load(plan, images, error);
   if (!g && images.compiled == 0 && !plan.kernels.empty()) {
     log("kernels", std::string("cached ") + name() + " kernels do not load (" + error +

@@ -2,6 +2,7 @@
 #include "runtime/HostCompiler.h"
 
 #include "runtime/ArtifactCache.h"
+#include "runtime/FaultInjection.h"
 #include <cerrno>
 #include <cstring>
 #include <sys/mman.h>
@@ -146,6 +147,10 @@ SharedObjectBytes buildSharedObject(const std::string &source, bool useCache) {
       r.bytes = std::move(*bytes);
       return r;
     }
+  if (faultInjected(FaultStage::HostCompiler)) {
+    r.error = "host compiler failed: " + injectedFaultMessage(FaultStage::HostCompiler);
+    return r;
+  }
   // Compile in a private scratch directory, then publish into the cache.
   std::string pattern = (fs::temp_directory_path() / "tgc-build-XXXXXX").string();
   if (!mkdtemp(pattern.data())) {

@@ -2,6 +2,7 @@
 #include "runtime/Nvrtc.h"
 
 #include "runtime/ArtifactCache.h"
+#include "runtime/FaultInjection.h"
 #include "runtime/Log.h"
 
 #include <nvrtc.h>
@@ -148,6 +149,11 @@ NvrtcResult compileCuda(const std::string &source, const std::string &name,
 NvrtcResult compileCudaUncached(const std::string &source, const std::string &name,
                                 const std::string &arch) {
   NvrtcResult r;
+  if (faultInjected(FaultStage::Nvrtc)) {
+    r.error = "NVRTC failed to compile kernel " + name + ": " +
+              injectedFaultMessage(FaultStage::Nvrtc);
+    return r;
+  }
   const NvrtcApi &a = api();
   if (!a.handle) {
     r.error = a.why;

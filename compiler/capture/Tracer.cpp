@@ -4,6 +4,7 @@
 #include "compiler/ops/OpRegistry.h"
 #include "runtime/Counters.h"
 #include "runtime/Executor.h"
+#include "runtime/FaultInjection.h"
 #include "runtime/Log.h"
 
 #include <ATen/core/dispatch/Dispatcher.h>
@@ -16,6 +17,7 @@
 
 #include <mutex>
 #include <optional>
+#include <utility>
 
 namespace tgc {
 
@@ -28,16 +30,29 @@ thread_local TraceContext *currentContext = nullptr;
 /// The dispatch-key TLS as it was before the outermost capture began.
 thread_local std::optional<c10::impl::LocalDispatchKeySet> outerKeys;
 
+/// Whether the tracer is running ATen itself on this thread (Meta kernels,
+/// examples, a breaking op on real tensors): a tracer tensor reaching the
+/// fallback then would make it re-enter itself for the op it is running.
+/// A nested capture (training's joint graph, built while a segment runs)
+/// starts afresh (TraceGuard).
+thread_local bool redispatching = false;
+
 /// Restores the dispatch-key TLS of the code around the capture, so Meta
-/// computations inside the tracer dispatch normally.
+/// computations inside the tracer dispatch normally. Every call the tracer
+/// makes into ATen is inside one: it is the re-entry guard too.
 class OutsideTrace {
 public:
-  OutsideTrace() {
+  OutsideTrace() : wasRedispatching_(redispatching) {
+    redispatching = true;
     if (outerKeys)
       guard_.emplace(outerKeys->included_, outerKeys->excluded_);
   }
+  ~OutsideTrace() { redispatching = wasRedispatching_; }
+  OutsideTrace(const OutsideTrace &) = delete;
+  OutsideTrace &operator=(const OutsideTrace &) = delete;
 
 private:
+  bool wasRedispatching_;
   std::optional<c10::impl::ForceDispatchKeyGuard> guard_;
 };
 
@@ -237,6 +252,8 @@ std::vector<Segment> TraceContext::segments() const {
 void TraceContext::flush(const std::vector<int> &outputs,
                          std::vector<at::Tensor> *reals) {
   segment_.outputs = outputs;
+  for (const SegmentNode &n : segment_.nodes)
+    ranWrites_ = ranWrites_ || n.mutates;
   std::vector<at::Tensor> values;
   {
     OutsideTrace outside; // the segment runs on real tensors
@@ -322,6 +339,7 @@ UntracedScope::~UntracedScope() { delete impl_; }
 /// is excluded.
 struct TraceGuard::Impl {
   std::optional<c10::impl::LocalDispatchKeySet> previousOuter = outerKeys;
+  bool previousRedispatching = std::exchange(redispatching, false);
   c10::impl::LocalDispatchKeySet now = c10::impl::tls_local_dispatch_key_set();
   c10::impl::ForceDispatchKeyGuard force{
       now.included_ | c10::DispatchKeySet(kTracerKey),
@@ -330,7 +348,10 @@ struct TraceGuard::Impl {
     if (!outerKeys)
       outerKeys = now;
   }
-  ~Impl() { outerKeys = previousOuter; }
+  ~Impl() {
+    outerKeys = previousOuter;
+    redispatching = previousRedispatching;
+  }
 };
 
 static void registerTracerKernels();
@@ -480,6 +501,11 @@ template <class F> void mapTensors(c10::IValue &v, F f) {
     for (const std::optional<at::Tensor> &t : v.toOptionalTensorList())
       ts.push_back(t && t->defined() ? std::optional<at::Tensor>(f(*t)) : t);
     v = ts;
+  } else if (v.isList()) {
+    c10::List<c10::IValue> ts(v.toList().elementType());
+    for (const c10::IValue &e : v.toListRef())
+      ts.push_back(e.isTensor() && e.toTensor().defined() ? c10::IValue(f(e.toTensor())) : e);
+    v = ts;
   }
 }
 
@@ -494,13 +520,27 @@ bool isDataDependent(const c10::FunctionSchema &s) {
   return ops::hostUseOf(s.name(), s.overload_name()) == ops::HostUse::DataDependentShape;
 }
 
+/// Whether the arguments from `base` hold a boolean (or uint8) index in a
+/// `Tensor?[]`: `x[mask]` selects as many elements as the mask holds true.
+bool indexesByMask(const torch::jit::Stack &stack, size_t base) {
+  for (size_t i = base; i < stack.size(); ++i)
+    if (stack[i].isOptionalTensorList())
+      for (const std::optional<at::Tensor> &t : stack[i].toOptionalTensorList())
+        if (t && t->defined() &&
+            (t->scalar_type() == at::kBool || t->scalar_type() == at::kByte))
+          return true;
+  return false;
+}
+
 /// Output metadata for an op that has no C++ Meta kernel (many pointwise ops
 /// only have Python meta registrations): run its CPU kernel once on zeros of
 /// the same sizes, strides and dtypes and keep only the outputs' metadata.
-/// Values never matter, except for data-dependent ops, which break instead.
+/// Values never matter, except for data-dependent ops and
+/// boolean-mask indexing, which break instead.
 void runByExample(const c10::OperatorHandle &op, torch::jit::Stack &stack,
                   const std::string &name) {
-  if (isDataDependent(op.schema()))
+  const size_t n = op.schema().arguments().size();
+  if (isDataDependent(op.schema()) || indexesByMask(stack, stack.size() - n))
     throw GraphBreak(name, "its output shape depends on tensor values");
   constexpr int64_t kMaxExampleBytes = int64_t(256) << 20;
   int64_t bytes = 0;
@@ -516,7 +556,6 @@ void runByExample(const c10::OperatorHandle &op, torch::jit::Stack &stack,
       t.unsafeGetTensorImpl()->set_wrapped_number(true);
     return t;
   };
-  const size_t n = op.schema().arguments().size();
   for (size_t i = stack.size() - n; i < stack.size(); ++i) {
     if (stack[i].isDevice())
       stack[i] = c10::Device(at::kCPU);
@@ -839,16 +878,44 @@ void runAtBreak(TraceContext &ctx, const c10::OperatorHandle &op,
   ctx.breakAt(why);
   for (size_t i = base; i < stack->size(); ++i)
     mapTensors((*stack)[i], [&](const at::Tensor &t) { return ctx.realOf(t); });
+  if (op.schema().is_mutable())
+    ctx.noteRanWrite();
   OutsideTrace outside;
   op.callBoxed(stack);
 }
 
+/// TorchScript hands a `Tensor?[]` argument (index's indices) over as the
+/// generic list prim::ListConstruct builds, not as the typed list C++
+/// callers pass; recording and the eager run at a break read the typed one.
+void typeOptionalTensorLists(const c10::FunctionSchema &schema, torch::jit::Stack &stack,
+                             size_t base) {
+  for (size_t i = base; i < stack.size(); ++i) {
+    c10::IValue &v = stack[i];
+    if (!v.isList() || v.isOptionalTensorList() ||
+        *schema.arguments()[i - base].type() != *c10::ListType::ofOptionalTensors())
+      continue;
+    c10::List<std::optional<at::Tensor>> typed;
+    for (const c10::IValue &e : v.toListRef())
+      typed.push_back(e.isTensor() ? e.toTensor() : std::optional<at::Tensor>());
+    v = typed;
+  }
+}
+
 void tracerFallback(const c10::OperatorHandle &op, torch::jit::Stack *stack) {
+  // The tracer runs ATen only on Meta and real tensors; a tracer tensor
+  // among them would bring it back here for the op it is running, and
+  // again, until the stack overflows. Fail this capture instead.
+  TORCH_CHECK(!redispatching, "tgc: internal error: capture re-entered itself at ",
+              qualifiedName(op.schema()),
+              " (a tracer tensor reached an op the tracer runs on Meta or real tensors)");
+  if (faultInjected(FaultStage::Capture))
+    throw std::runtime_error(injectedFaultMessage(FaultStage::Capture));
   const size_t nArgs = op.schema().arguments().size();
   TraceContext *ctx = contextOf(*stack, nArgs);
   TORCH_CHECK(ctx, "tgc: a tracer tensor reached ", qualifiedName(op.schema()),
               " outside of capture; tracer tensors must not escape tgc::compile");
   const size_t base = stack->size() - nArgs;
+  typeOptionalTensorLists(op.schema(), *stack, base);
   std::vector<c10::IValue> originals(stack->begin() + base, stack->end());
   try {
     traceOp(*ctx, op, stack, base, originals);

@@ -84,6 +84,11 @@ public:
   std::vector<at::Tensor> finish(const std::vector<at::Tensor> &outputs);
 
   bool hadBreaks() const { return !breaks_.empty(); }
+  /// Whether something that ran for real during this capture (a segment at
+  /// a break, a breaking op) may have written a tensor: then the call cannot
+  /// be run again eagerly should the capture fail after it.
+  bool ranWrites() const { return ranWrites_; }
+  void noteRanWrite() { ranWrites_ = true; }
 
   /// Lets capture predict a host read instead of breaking, guarded:
   /// `equal(x, x)` on one traced value is true unless x holds a NaN, so it
@@ -161,6 +166,7 @@ private:
   std::vector<int> guards_;
   std::unordered_set<int> inputAliases_;
   bool wroteInput_ = false;
+  bool ranWrites_ = false;
   bool finishedAll_ = false;
 };
 

@@ -5,6 +5,7 @@
 
 #include "dialects/TG/IR/TGOps.h"
 #include "mlir/IR/Builders.h"
+#include "runtime/FaultInjection.h"
 
 #include <algorithm>
 #include <cmath>
@@ -467,6 +468,10 @@ bool Importer::lower(const SegmentNode &node, const ops::OpInfo &info) {
 
 FailureOr<func::FuncOp> importSegment(const Segment &seg, ModuleOp module,
                                       std::string &error) {
+  if (faultInjected(FaultStage::Import)) {
+    error = injectedFaultMessage(FaultStage::Import);
+    return failure();
+  }
   MLIRContext *ctx = module.getContext();
   OpBuilder b(ctx);
   SmallVector<Type> argTypes, resultTypes;

@@ -6,6 +6,7 @@
 #include "dialects/TG/IR/TGOps.h"
 #include "dialects/TGK/IR/TGKDialect.h"
 #include "passes/Passes.h"
+#include "runtime/FaultInjection.h"
 
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/IR/Verifier.h"
@@ -268,7 +269,10 @@ PipelineResult runPipeline(const Segment &segment) {
   }
   PassManager pm(&imported.ctx);
   backend->buildPipeline(pm);
-  if (failed(pm.run(*imported.module))) {
+  const bool injected = faultInjected(FaultStage::Pipeline);
+  if (injected) // reported as a failing pass reports its error
+    emitError(imported.module->getLoc()) << injectedFaultMessage(FaultStage::Pipeline);
+  if (injected || failed(pm.run(*imported.module))) {
     result.error = "pass pipeline failed: " + imported.diagnostics;
     return result;
   }

@@ -84,6 +84,10 @@ cuda)
     fail "a second CUDA compile rebuilt kernels: $again"
   expect 2 'needs --arch' "$aot" compile "$models/mlp.pt" --input 'x:f32[4,32]' \
     --backend cuda -o "$tmp/x.tgcpkg"
+  # NVRTC failing (injected; a fresh cache so it runs): an error naming the stage, no crash.
+  TGC_FAULT=nvrtc expect 1 'NVRTC failed to compile kernel .*stage nvrtc' "$aot" compile \
+    "$models/mlp.pt" --input 'x:f32[4,32]' --backend cuda --arch sm_90 \
+    --cache-dir "$tmp/nvrtc-fault-cache" -o "$tmp/x.tgcpkg"
   expect 2 'not of the form sm_XY' "$aot" compile "$models/mlp.pt" --input 'x:f32[4,32]' \
     --backend cuda --arch 90 -o "$tmp/x.tgcpkg"
   ;;

@@ -8,8 +8,9 @@
 // graph breaks per call, kernels and extern calls per call, captures after
 // warm-up, the max error against eager (relative to the output's scale),
 // the first call's time (capture and compile) and the median eager and tgc
-// times of alternating rounds. --check exits 1 when an output mismatches or
-// nothing compiled; --json prints one JSON object per model instead of the
+// times of alternating rounds. --check exits 1 unless every model matches
+// eager and is one compiled graph: no graph break, no capture after
+// warm-up, no eager fallback; --json prints one JSON object per model instead of the
 // table (bench/zoo_compare.py reads it).
 //
 //===----------------------------------------------------------------------===//
@@ -194,7 +195,10 @@ int main(int argc, char **argv) {
       r.error = r.error.substr(0, r.error.find('\n'));
     }
     double rel = r.maxError / std::max(1.0, r.scale);
-    bool bad = !r.ok || rel > tolerance || r.graphs == 0;
+    // The zoo's targets: right, compiled, one graph replayed (no breaks, no
+    // capture after warm-up, nothing run eagerly).
+    bool bad = !r.ok || rel > tolerance || r.graphs == 0 || r.breaksPerCall != 0 ||
+               r.capturesAfterWarmup != 0 || r.fallbacks != 0;
     failed = failed || bad;
     if (asJson) {
       json j{{"model", r.name}, {"family", r.family}, {"ok", r.ok}, {"error", r.error},
@@ -212,7 +216,12 @@ int main(int argc, char **argv) {
                   (long long)r.kernelsPerCall, (long long)r.externsPerCall,
                   (long long)r.capturesAfterWarmup, rel, r.firstCallMs, r.eagerMs, r.tgcMs,
                   r.eagerMs / std::max(1e-9, r.tgcMs),
-                  rel > tolerance ? "  MISMATCH" : r.graphs == 0 ? "  NOTHING COMPILED" : "");
+                  rel > tolerance          ? "  MISMATCH"
+                  : r.graphs == 0          ? "  NOTHING COMPILED"
+                  : r.breaksPerCall != 0   ? "  GRAPH BREAKS"
+                  : r.capturesAfterWarmup  ? "  RECAPTURED"
+                  : r.fallbacks != 0       ? "  EAGER FALLBACKS"
+                                           : "");
     }
     std::fflush(stdout);
   }

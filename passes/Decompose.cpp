@@ -1,7 +1,8 @@
 //===- Decompose.cpp - composite tg ops into primitive ones ---------------===//
 //
 // One rewrite pattern per composite op (gelu, silu, softmax, layer_norm,
-// batch_norm, pow by a small constant exponent), each with its lit case in
+// batch_norm in eval and training form, moments (var/std), logsumexp,
+// vector_norm, pow by a small constant exponent), each with its lit case in
 // tests/lit/passes/decompose.mlir.
 //
 //===----------------------------------------------------------------------===//
@@ -11,6 +12,8 @@
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
+#include <algorithm>
+#include <array>
 #include <cmath>
 
 namespace tgc {
@@ -128,36 +131,150 @@ Value scaleAndShift(PatternRewriter &b, Location loc, Value y, Value weight, Val
   return y;
 }
 
-/// layer_norm over the last `count` dims, n elements per row:
-/// mean = sum(x) / n, xc = x - mean, var = sum(xc * xc) / n,
-/// rstd = rsqrt(var + epsilon), result = xc * rstd (* weight) (+ bias).
-struct DecomposeLayerNorm : OpRewritePattern<tg::LayerNormOp> {
-  using OpRewritePattern::OpRewritePattern;
-  LogicalResult matchAndRewrite(tg::LayerNormOp ln, PatternRewriter &b) const override {
-    Location loc = ln.getLoc();
-    auto t = cast<RankedTensorType>(ln.getInput().getType());
-    auto rt = cast<RankedTensorType>(ln.getMean().getType());
-    int64_t count = ln.getCount();
+/// The reductions and row broadcasts of one row-statistics op: rows are the
+/// last `count` dims of `t`, their statistics typed `rt` (those dims as 1s).
+struct Rows {
+  PatternRewriter &b;
+  Location loc;
+  RankedTensorType t, rt;
+  int64_t count;
+
+  Rows(PatternRewriter &b, Location loc, Value input, int64_t count)
+      : b(b), loc(loc), t(cast<RankedTensorType>(input.getType())), count(count) {
+    SmallVector<int64_t> kept(t.getShape());
+    std::fill(kept.end() - count, kept.end(), 1);
+    rt = RankedTensorType::get(kept, t.getElementType());
+  }
+  /// Elements per row.
+  double size() const {
     double n = 1;
     for (int64_t d = t.getRank() - count; d < t.getRank(); ++d)
       n *= t.getDimSize(d);
-    auto sum = [&](Value v) -> Value {
-      return b.create<tg::ReduceOp>(loc, rt, v, b.getStringAttr("sum"), b.getI64IntegerAttr(count));
-    };
-    auto overRow = [&](Value row) -> Value {
-      return rt == t ? row : b.create<tg::BroadcastOp>(loc, t, row);
-    };
-    Value x = ln.getInput();
-    Value mean = b.create<tg::DivOp>(loc, rt, sum(x), splat(b, loc, rt, n));
-    Value xc = b.create<tg::SubOp>(loc, t, x, overRow(mean));
-    Value var =
-        b.create<tg::DivOp>(loc, rt, sum(b.create<tg::MulOp>(loc, t, xc, xc)), splat(b, loc, rt, n));
-    Value rstd = b.create<tg::RsqrtOp>(
-        loc, rt, b.create<tg::AddOp>(loc, rt, var, splat(b, loc, rt, ln.getEpsilon().convertToDouble())));
-    Value y = scaleAndShift(b, loc, b.create<tg::MulOp>(loc, t, xc, overRow(rstd)),
-                            ln.getWeight(), ln.getBias());
+    return n;
+  }
+  Value reduce(Value v, StringRef kind) {
+    auto vt = cast<RankedTensorType>(v.getType());
+    auto to = RankedTensorType::get(rt.getShape(), vt.getElementType());
+    return b.create<tg::ReduceOp>(loc, to, v, b.getStringAttr(kind), b.getI64IntegerAttr(count));
+  }
+  /// A row value over its row.
+  Value overRow(Value row) { return rt == t ? row : b.create<tg::BroadcastOp>(loc, t, row); }
+  Value divide(Value row, double n) { return b.create<tg::DivOp>(loc, rt, row, splat(b, loc, rt, n)); }
+};
+
+/// mean = sum(x) / n, xc = x - mean and the centered sum of squares
+/// sum(xc * xc): what var, std, layer_norm and training batch norm share.
+struct Centered {
+  Value mean, xc, squares;
+};
+Centered center(Rows &r, Value x) {
+  Value n = splat(r.b, r.loc, r.rt, r.size());
+  Value mean = r.b.create<tg::DivOp>(r.loc, r.rt, r.reduce(x, "sum"), n);
+  Value xc = r.b.create<tg::SubOp>(r.loc, r.t, x, r.overRow(mean));
+  return {mean, xc, r.reduce(r.b.create<tg::MulOp>(r.loc, r.t, xc, xc), "sum")};
+}
+
+/// Normalization over rows with biased statistics: var = squares / n,
+/// rstd = rsqrt(var + epsilon), result = xc * rstd (* weight) (+ bias).
+/// Returns {result, mean, rstd, var}.
+std::array<Value, 4> normalize(Rows &r, Value x, Value weight, Value bias, double epsilon) {
+  Centered c = center(r, x);
+  Value var = r.divide(c.squares, r.size());
+  Value rstd = r.b.create<tg::RsqrtOp>(
+      r.loc, r.rt, r.b.create<tg::AddOp>(r.loc, r.rt, var, splat(r.b, r.loc, r.rt, epsilon)));
+  Value y = scaleAndShift(r.b, r.loc, r.b.create<tg::MulOp>(r.loc, r.t, c.xc, r.overRow(rstd)),
+                          weight, bias);
+  return {y, c.mean, rstd, var};
+}
+
+/// layer_norm over the last `count` dims: normalize(), its rstd named so.
+struct DecomposeLayerNorm : OpRewritePattern<tg::LayerNormOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(tg::LayerNormOp ln, PatternRewriter &b) const override {
+    Rows r(b, ln.getLoc(), ln.getInput(), ln.getCount());
+    auto [y, mean, rstd, var] = normalize(r, ln.getInput(), ln.getWeight(), ln.getBias(),
+                                          ln.getEpsilon().convertToDouble());
     SmallVector<Value> results{y, mean, rstd};
     replaceComposite(b, ln, results);
+    return success();
+  }
+};
+
+/// Training batch norm in row space (a channel per row): normalize(), with
+/// the biased variance as a fourth result.
+struct DecomposeBatchNormTraining : OpRewritePattern<tg::BatchNormTrainingOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(tg::BatchNormTrainingOp bn, PatternRewriter &b) const override {
+    Rows r(b, bn.getLoc(), bn.getInput(), bn.getCount());
+    auto [y, mean, invstd, var] = normalize(r, bn.getInput(), bn.getWeight(), bn.getBias(),
+                                            bn.getEpsilon().convertToDouble());
+    SmallVector<Value> results{y, mean, invstd, var};
+    replaceComposite(b, bn, results);
+    return success();
+  }
+};
+
+/// var = squares / max(0, n - correction), its sqrt for std; and the mean.
+struct DecomposeMoments : OpRewritePattern<tg::MomentsOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(tg::MomentsOp m, PatternRewriter &b) const override {
+    Rows r(b, m.getLoc(), m.getInput(), m.getCount());
+    Centered c = center(r, m.getInput());
+    Value var = r.divide(c.squares, std::max(0.0, r.size() - m.getCorrection().convertToDouble()));
+    if (m.getStd())
+      var = b.create<tg::SqrtOp>(m.getLoc(), r.rt, var);
+    SmallVector<Value> results{var, c.mean};
+    replaceComposite(b, m, results);
+    return success();
+  }
+};
+
+/// logsumexp = log(sum(exp(x - m))) + m, m the row maximum or 0 where that
+/// is infinite (inf - inf would be NaN; ATen shifts by 0 there).
+struct DecomposeLogSumExp : OpRewritePattern<tg::LogSumExpOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(tg::LogSumExpOp l, PatternRewriter &b) const override {
+    Location loc = l.getLoc();
+    Rows r(b, loc, l.getInput(), l.getCount());
+    Value x = l.getInput();
+    Value m = r.reduce(x, "max");
+    auto i1 = RankedTensorType::get(r.rt.getShape(), b.getI1Type());
+    Value isInf = b.create<tg::CompareOp>(loc, i1, b.create<tg::AbsOp>(loc, r.rt, m),
+                                          splat(b, loc, r.rt, INFINITY), b.getStringAttr("eq"));
+    m = b.create<tg::SelectOp>(loc, r.rt, isInf, splat(b, loc, r.rt, 0), m);
+    Value e = b.create<tg::ExpOp>(loc, r.t, b.create<tg::SubOp>(loc, r.t, x, r.overRow(m)));
+    replaceComposite(b, l,
+                     b.create<tg::AddOp>(loc, r.rt, b.create<tg::LogOp>(loc, r.rt, r.reduce(e, "sum")), m));
+    return success();
+  }
+};
+
+/// The p-norm of each row from |x|: max / min for p = +-inf, the count of
+/// nonzeros for 0, the sum for 1, sqrt of the sum of squares for 2, and
+/// sum(|x|^p)^(1/p) otherwise.
+struct DecomposeVectorNorm : OpRewritePattern<tg::VectorNormOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(tg::VectorNormOp n, PatternRewriter &b) const override {
+    Location loc = n.getLoc();
+    Rows r(b, loc, n.getInput(), n.getCount());
+    double p = n.getOrd().convertToDouble();
+    Value a = b.create<tg::AbsOp>(loc, r.t, n.getInput());
+    Value v;
+    if (std::isinf(p)) {
+      v = r.reduce(a, p > 0 ? "max" : "min");
+    } else if (p == 0) {
+      auto i1 = RankedTensorType::get(r.t.getShape(), b.getI1Type());
+      Value nz = b.create<tg::CompareOp>(loc, i1, a, splat(b, loc, r.t, 0), b.getStringAttr("ne"));
+      v = r.reduce(b.create<tg::CastOp>(loc, r.t, nz), "sum");
+    } else if (p == 1) {
+      v = r.reduce(a, "sum");
+    } else if (p == 2) {
+      v = b.create<tg::SqrtOp>(loc, r.rt, r.reduce(b.create<tg::MulOp>(loc, r.t, a, a), "sum"));
+    } else {
+      Value s = r.reduce(b.create<tg::PowOp>(loc, r.t, a, splat(b, loc, r.t, p)), "sum");
+      v = b.create<tg::PowOp>(loc, r.rt, s, splat(b, loc, r.rt, 1.0 / p));
+    }
+    replaceComposite(b, n, v);
     return success();
   }
 };
@@ -217,7 +334,8 @@ struct DecomposePass : public tgc::impl::DecomposeBase<DecomposePass> {
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
     patterns.add<DecomposeGelu, DecomposeSilu, DecomposeSoftmax, DecomposeLayerNorm,
-                 DecomposeBatchNorm, DecomposePow>(&getContext());
+                 DecomposeBatchNorm, DecomposeBatchNormTraining, DecomposeMoments,
+                 DecomposeLogSumExp, DecomposeVectorNorm, DecomposePow>(&getContext());
     GreedyRewriteConfig config;
     config.enableRegionSimplification = GreedySimplifyRegionLevel::Disabled;
     if (failed(applyPatternsAndFoldGreedily(getOperation(), std::move(patterns), config)))

@@ -64,6 +64,13 @@ double Importer::rowSize(Value rows, int64_t count) {
   return n;
 }
 
+RankedTensorType Importer::rowStatsType(Value rows, int64_t count) {
+  auto t = cast<RankedTensorType>(rows.getType());
+  SmallVector<int64_t> kept(t.getShape());
+  std::fill(kept.end() - count, kept.end(), 1);
+  return RankedTensorType::get(kept, t.getElementType());
+}
+
 Value Importer::divide(Value v, double by) {
   auto t = cast<RankedTensorType>(v.getType());
   return b.create<tg::DivOp>(loc, t, v, scalar(by, t));
@@ -213,23 +220,21 @@ bool Importer::importBatchNormTraining(const SegmentNode &node) {
   auto [rows, count] = toRows(castTo(x, ct), dims);
   auto t = cast<RankedTensorType>(rows.getType());
   double n = rowSize(rows, count);
-  Value mean = divide(reduce(rows, "sum", count), n);
-  auto rt = cast<RankedTensorType>(mean.getType());
-  Value xc = b.create<tg::SubOp>(loc, t, rows, bcast(mean, t));
-  Value var = divide(reduce(b.create<tg::MulOp>(loc, t, xc, xc), "sum", count), n);
-  Value invstd = b.create<tg::RsqrtOp>(
-      loc, rt, b.create<tg::AddOp>(loc, rt, var, scalar(node.args[7].d, rt)));
-  Value y = b.create<tg::MulOp>(loc, t, xc, bcast(invstd, t));
+  RankedTensorType rt = rowStatsType(rows, count);
   // A per-channel [C] tensor as the row space's [C, 1, ...].
   auto perRow = [&](Value v) -> Value {
     auto vt = cast<RankedTensorType>(v.getType());
     auto to = RankedTensorType::get(rt.getShape(), vt.getElementType());
     return castTo(remap(v, to, reshapeMap(vt.getShape(), rt.getShape(), b.getContext())), ct);
   };
-  if (Value w = tensorArg(1))
-    y = b.create<tg::MulOp>(loc, t, y, bcast(perRow(w), t));
-  if (Value bias = tensorArg(2))
-    y = b.create<tg::AddOp>(loc, t, y, bcast(perRow(bias), t));
+  Value weight = tensorArg(1), bias = tensorArg(2);
+  weight = weight ? bcast(perRow(weight), t) : weight;
+  bias = bias ? bcast(perRow(bias), t) : bias;
+  // One tg.batch_norm_training; tg-decompose computes it.
+  auto bn = b.create<tg::BatchNormTrainingOp>(loc, TypeRange{t, rt, rt, rt}, rows, weight, bias,
+                                              b.getI64IntegerAttr(count),
+                                              b.getF64FloatAttr(node.args[7].d));
+  Value y = bn.getResult(), mean = bn.getMean(), invstd = bn.getInvstd(), var = bn.getVar();
   fromRows(castTo(y, typeOf(node.outputs[0]).getElementType()), dims, node.outputs[0]);
   finish(mean, node.outputs[1]);
   finish(invstd, node.outputs[2]);
@@ -337,17 +342,13 @@ bool Importer::importRowOp(const SegmentNode &node, const ops::OpInfo &info) {
       correction = node.args[2].i;
     else if (node.args.size() > 2 && node.args[2].kind == ArgValue::Double)
       correction = node.args[2].d;
-    double n = rowSize(rows, count);
-    Value mean = divide(reduce(rows, "sum", count), n);
-    auto t = cast<RankedTensorType>(rows.getType());
-    Value xc = b.create<tg::SubOp>(loc, t, rows, bcast(mean, t));
-    Value var = divide(reduce(b.create<tg::MulOp>(loc, t, xc, xc), "sum", count),
-                       std::max(0.0, n - correction));
-    if (variant == "std")
-      var = b.create<tg::SqrtOp>(loc, var.getType(), var);
-    finish(var, node.outputs[0]);
+    RankedTensorType rt = rowStatsType(rows, count);
+    auto m = b.create<tg::MomentsOp>(loc, TypeRange{rt, rt}, rows, b.getI64IntegerAttr(count),
+                                     b.getF64FloatAttr(correction),
+                                     b.getBoolAttr(variant == "std"));
+    finish(m.getResult(), node.outputs[0]);
     if (node.outputs.size() > 1)
-      finish(mean, node.outputs[1]);
+      finish(m.getMean(), node.outputs[1]);
     return true;
   }
   case Lowering::LogSumExp: {
@@ -355,17 +356,9 @@ bool Importer::importRowOp(const SegmentNode &node, const ops::OpInfo &info) {
     if (!isa<FloatType>(out.getElementType()))
       return false;
     auto [rows, count] = toRows(castTo(x, out.getElementType()), dimList(1));
-    auto t = cast<RankedTensorType>(rows.getType());
-    Value m = reduce(rows, "max", count);
-    auto rt = cast<RankedTensorType>(m.getType());
-    // An infinite max would give inf - inf: ATen shifts by 0 there.
-    auto i1 = RankedTensorType::get(rt.getShape(), b.getI1Type());
-    Value isInf = b.create<tg::CompareOp>(loc, i1, b.create<tg::AbsOp>(loc, rt, m),
-                                          scalar(INFINITY, rt), b.getStringAttr("eq"));
-    m = b.create<tg::SelectOp>(loc, rt, isInf, scalar(0, rt), m);
-    Value e = b.create<tg::ExpOp>(loc, t, b.create<tg::SubOp>(loc, t, rows, bcast(m, t)));
-    Value r = b.create<tg::AddOp>(loc, rt, b.create<tg::LogOp>(loc, rt, reduce(e, "sum", count)), m);
-    finish(r, node.outputs[0]);
+    finish(b.create<tg::LogSumExpOp>(loc, rowStatsType(rows, count), rows,
+                                     b.getI64IntegerAttr(count)),
+           node.outputs[0]);
     return true;
   }
   case Lowering::VectorNorm: {
@@ -379,26 +372,9 @@ bool Importer::importRowOp(const SegmentNode &node, const ops::OpInfo &info) {
       p = node.args[1].i;
     auto [rows, count] = toRows(castTo(x, out.getElementType()),
                                 variant == "all" ? std::vector<int64_t>{} : dimList(2));
-    auto t = cast<RankedTensorType>(rows.getType());
-    Value a = b.create<tg::AbsOp>(loc, t, rows);
-    Value r;
-    if (std::isinf(p)) {
-      r = reduce(a, p > 0 ? "max" : "min", count);
-    } else if (p == 0) {
-      auto i1 = RankedTensorType::get(t.getShape(), b.getI1Type());
-      Value nz = b.create<tg::CompareOp>(loc, i1, a, scalar(0, t), b.getStringAttr("ne"));
-      r = reduce(b.create<tg::CastOp>(loc, t, nz), "sum", count);
-    } else if (p == 1) {
-      r = reduce(a, "sum", count);
-    } else if (p == 2) {
-      Value s = reduce(b.create<tg::MulOp>(loc, t, a, a), "sum", count);
-      r = b.create<tg::SqrtOp>(loc, s.getType(), s);
-    } else {
-      Value s = reduce(b.create<tg::PowOp>(loc, t, a, scalar(p, t)), "sum", count);
-      auto rt = cast<RankedTensorType>(s.getType());
-      r = b.create<tg::PowOp>(loc, rt, s, scalar(1.0 / p, rt));
-    }
-    finish(r, node.outputs[0]);
+    finish(b.create<tg::VectorNormOp>(loc, rowStatsType(rows, count), rows,
+                                      b.getI64IntegerAttr(count), b.getF64FloatAttr(p)),
+           node.outputs[0]);
     return true;
   }
   case Lowering::Softmax: {

@@ -111,6 +111,8 @@ private:
   bool importBatchNormTraining(const SegmentNode &node);
   /// The number of elements in one row of `rows`' last `count` dims.
   double rowSize(Value rows, int64_t count);
+  /// The type of a row statistic of `rows`: the last `count` dims as 1s.
+  RankedTensorType rowStatsType(Value rows, int64_t count);
   Value divide(Value v, double by);
   Value bcast(Value v, RankedTensorType to);
   Value scalar(double v, RankedTensorType like);

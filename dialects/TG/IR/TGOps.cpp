@@ -601,6 +601,55 @@ LogicalResult BatchNormOp::verify() {
 }
 
 //===----------------------------------------------------------------------===//
+// Row statistics: batch_norm_training, moments, logsumexp, vector_norm
+//===----------------------------------------------------------------------===//
+
+/// Checks what the row-statistics ops share: a float input, 1 to rank
+/// trailing dims reduced, and each of `rows` typed as the input with those
+/// dims kept as 1s.
+static LogicalResult verifyRowStats(Operation *op, Value input, int64_t count, ValueRange rows,
+                                    StringRef rowsName) {
+  auto t = cast<RankedTensorType>(input.getType());
+  if (!isa<FloatType>(t.getElementType()))
+    return op->emitOpError("requires a floating-point element type, got ") << t.getElementType();
+  if (count < 1 || count > t.getRank())
+    return op->emitOpError("reduces ") << count << " trailing dims of a rank-" << t.getRank()
+                                       << " tensor; expected 1 to " << t.getRank();
+  SmallVector<int64_t> rowShape(t.getShape());
+  std::fill(rowShape.end() - count, rowShape.end(), 1);
+  auto rowType = RankedTensorType::get(rowShape, t.getElementType());
+  for (Value v : rows)
+    if (v.getType() != rowType)
+      return op->emitOpError() << rowsName << " must be " << rowType
+                               << " (the reduced dims kept as 1s)";
+  return success();
+}
+
+LogicalResult BatchNormTrainingOp::verify() {
+  Type t = getInput().getType();
+  if (getResult().getType() != t)
+    return emitOpError("result type must be the input type ") << t;
+  for (Value v : {getWeight(), getBias()})
+    if (v && v.getType() != t)
+      return emitOpError("weight and bias must be broadcast to the input type ") << t;
+  return verifyRowStats(*this, getInput(), getCount(), {getMean(), getInvstd(), getVar()},
+                        "mean, invstd and var");
+}
+
+LogicalResult MomentsOp::verify() {
+  return verifyRowStats(*this, getInput(), getCount(), {getResult(), getMean()},
+                        "result and mean");
+}
+
+LogicalResult LogSumExpOp::verify() {
+  return verifyRowStats(*this, getInput(), getCount(), getResult(), "result");
+}
+
+LogicalResult VectorNormOp::verify() {
+  return verifyRowStats(*this, getInput(), getCount(), getResult(), "result");
+}
+
+//===----------------------------------------------------------------------===//
 // ExternOp
 //===----------------------------------------------------------------------===//
 

@@ -539,6 +539,93 @@ def TG_BatchNormOp : TG_Op<"batch_norm", [Pure, AttrSizedOperandSegments,
   let hasVerifier = 1;
 }
 
+def TG_BatchNormTrainingOp : TG_Op<"batch_norm_training", [Pure, AttrSizedOperandSegments]> {
+  let summary = "batch normalization with batch statistics (training), in row space";
+  let description = [{
+    ATen's `native_batch_norm` in training mode, on the row space import
+    builds: channels first, the `count` trailing dims are one channel's
+    elements. Per row, `mean`, the biased variance `var` and
+    `invstd = rsqrt(var + epsilon)`; `result = (x - mean) * invstd`, times
+    `weight` and plus `bias` when given (broadcast to the input's type).
+    `var` is what the running-variance update reads (import scales it to the
+    unbiased one). `tg-decompose` rewrites the op into `tg.reduce` and
+    pointwise ops, the same ones as `tg.layer_norm`'s.
+
+    ```mlir
+    %y, %mean, %invstd, %var = tg.batch_norm_training %x weight %w bias %b
+        {count = 2 : i64, epsilon = 1.0e-05 : f64}
+        : (tensor<3x2x16xf32>, tensor<3x2x16xf32>, tensor<3x2x16xf32>)
+        -> (tensor<3x2x16xf32>, tensor<3x1x1xf32>, tensor<3x1x1xf32>, tensor<3x1x1xf32>)
+    ```
+  }];
+  let arguments = (ins TG_StaticTensor:$input, Optional<TG_StaticTensor>:$weight,
+                       Optional<TG_StaticTensor>:$bias, I64Attr:$count, F64Attr:$epsilon);
+  let results = (outs TG_StaticTensor:$result, TG_StaticTensor:$mean, TG_StaticTensor:$invstd,
+                      TG_StaticTensor:$var);
+  let assemblyFormat = [{
+    $input (`weight` $weight^)? (`bias` $bias^)? attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def TG_MomentsOp : TG_Op<"moments", [Pure]> {
+  let summary = "variance (or standard deviation) and mean over the trailing dimensions";
+  let description = [{
+    Per row of the last `count` dimensions (n elements): `mean = sum(x) / n`
+    and `var = sum((x - mean)^2) / max(0, n - correction)`, its square root
+    when `std` is set: ATen's `var`, `std`, `var_mean` and `std_mean` with a
+    correction. Both results keep the reduced dims as 1s. `tg-decompose`
+    rewrites the op into `tg.reduce` and pointwise ops.
+
+    ```mlir
+    %v, %m = tg.moments %x {count = 1 : i64, correction = 1.0 : f64, std = false}
+        : tensor<4x8xf32> -> (tensor<4x1xf32>, tensor<4x1xf32>)
+    ```
+  }];
+  let arguments = (ins TG_StaticTensor:$input, I64Attr:$count, F64Attr:$correction,
+                       DefaultValuedAttr<BoolAttr, "false">:$std);
+  let results = (outs TG_StaticTensor:$result, TG_StaticTensor:$mean);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` `(` type($result) `,` type($mean) `)`";
+  let hasVerifier = 1;
+}
+
+def TG_LogSumExpOp : TG_Op<"logsumexp", [Pure]> {
+  let summary = "log of the sum of exponentials over the trailing dimensions";
+  let description = [{
+    Per row of the last `count` dimensions: `m + log(sum(exp(x - m)))` with
+    `m` the row's maximum, replaced by 0 where it is infinite (as ATen does,
+    so a row of -inf gives -inf, not NaN). The result keeps the reduced dims
+    as 1s. `tg-decompose` rewrites the op into `tg.reduce` and pointwise ops.
+
+    ```mlir
+    %r = tg.logsumexp %x {count = 1 : i64} : tensor<4x8xf32> -> tensor<4x1xf32>
+    ```
+  }];
+  let arguments = (ins TG_StaticTensor:$input, I64Attr:$count);
+  let results = (outs TG_StaticTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+def TG_VectorNormOp : TG_Op<"vector_norm", [Pure]> {
+  let summary = "p-norm over the trailing dimensions";
+  let description = [{
+    ATen's `linalg_vector_norm` per row of the last `count` dimensions:
+    `ord` = inf / -inf is the largest / smallest `|x|`, 0 the count of
+    nonzeros, 1 the sum of `|x|`, 2 the square root of the sum of squares and
+    any other `p` `sum(|x|^p)^(1/p)`. The result keeps the reduced dims as
+    1s. `tg-decompose` rewrites the op into `tg.reduce` and pointwise ops.
+
+    ```mlir
+    %n = tg.vector_norm %x {count = 1 : i64, ord = 2.0 : f64} : tensor<4x8xf32> -> tensor<4x1xf32>
+    ```
+  }];
+  let arguments = (ins TG_StaticTensor:$input, I64Attr:$count, F64Attr:$ord);
+  let results = (outs TG_StaticTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+}
+
 //===----------------------------------------------------------------------===//
 // Extern calls
 //===----------------------------------------------------------------------===//

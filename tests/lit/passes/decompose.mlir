@@ -145,3 +145,99 @@ func.func @batch_norm(%x: tensor<2x3x4xf64>, %m: tensor<2x3x4xf64>, %v: tensor<2
   %y = tg.batch_norm %x, %m, %v weight %w bias %b {epsilon = 1.0e-03 : f64, tg.strides = array<i64: 12, 4, 1>} : tensor<2x3x4xf64>
   return %y : tensor<2x3x4xf64>
 }
+
+// -----
+
+// Tests that training batch norm (row space: a channel per row) computes
+// the biased statistics as layer_norm does and returns the variance too.
+// CHECK-LABEL: func.func @batch_norm_training
+// CHECK-NOT: tg.batch_norm_training
+// CHECK: %[[S:.*]] = tg.reduce %arg0 {count = 2 : i64, kind = "sum"} : tensor<3x2x4xf32> -> tensor<3x1x1xf32>
+// CHECK: %[[MEAN:.*]] = tg.div %[[S]]
+// CHECK: %[[XC:.*]] = tg.sub %arg0
+// CHECK: %[[SQ:.*]] = tg.mul %[[XC]], %[[XC]]
+// CHECK: %[[SS:.*]] = tg.reduce %[[SQ]] {count = 2 : i64, kind = "sum"}
+// CHECK: %[[VAR:.*]] = tg.div %[[SS]]
+// CHECK: %[[INV:.*]] = tg.rsqrt
+// CHECK: %[[Y:.*]] = tg.mul %[[XC]]
+// CHECK: %[[YW:.*]] = tg.mul %[[Y]], %arg1
+// CHECK: return %[[YW]], %[[MEAN]], %[[INV]], %[[VAR]]
+func.func @batch_norm_training(%x: tensor<3x2x4xf32>, %w: tensor<3x2x4xf32>) -> (tensor<3x2x4xf32>, tensor<3x1x1xf32>, tensor<3x1x1xf32>, tensor<3x1x1xf32>) {
+  %y, %m, %i, %v = tg.batch_norm_training %x weight %w {count = 2 : i64, epsilon = 1.0e-05 : f64} : (tensor<3x2x4xf32>, tensor<3x2x4xf32>) -> (tensor<3x2x4xf32>, tensor<3x1x1xf32>, tensor<3x1x1xf32>, tensor<3x1x1xf32>)
+  return %y, %m, %i, %v : tensor<3x2x4xf32>, tensor<3x1x1xf32>, tensor<3x1x1xf32>, tensor<3x1x1xf32>
+}
+
+// -----
+
+// Tests that moments divide the centered sum of squares by n - correction
+// (8 - 1 = 7 here) and that std takes its square root.
+// CHECK-LABEL: func.func @moments
+// CHECK-NOT: tg.moments
+// CHECK: %[[N:.*]] = tg.constant dense<7.000000e+00> : tensor<f32>
+// CHECK: %[[S:.*]] = tg.reduce %arg0 {count = 1 : i64, kind = "sum"}
+// CHECK: %[[MEAN:.*]] = tg.div %[[S]]
+// CHECK: %[[SS:.*]] = tg.reduce %{{.*}} {count = 1 : i64, kind = "sum"}
+// CHECK: %[[NB:.*]] = tg.broadcast %[[N]]
+// CHECK: %[[VAR:.*]] = tg.div %[[SS]], %[[NB]]
+// CHECK: %[[STD:.*]] = tg.sqrt %[[VAR]]
+// CHECK: return %[[STD]], %[[MEAN]]
+func.func @moments(%x: tensor<4x8xf32>) -> (tensor<4x1xf32>, tensor<4x1xf32>) {
+  %v, %m = tg.moments %x {count = 1 : i64, correction = 1.0 : f64, std = true} : tensor<4x8xf32> -> (tensor<4x1xf32>, tensor<4x1xf32>)
+  return %v, %m : tensor<4x1xf32>, tensor<4x1xf32>
+}
+
+// -----
+
+// Tests that logsumexp shifts by the row max, replaced by 0 where it is
+// infinite, and adds it back after the log.
+// CHECK-LABEL: func.func @logsumexp
+// CHECK-NOT: tg.logsumexp
+// CHECK: %[[M:.*]] = tg.reduce %arg0 {count = 2 : i64, kind = "max"} : tensor<2x3x5xf32> -> tensor<2x1x1xf32>
+// CHECK: %[[A:.*]] = tg.abs %[[M]]
+// CHECK: %[[INF:.*]] = tg.compare %[[A]], %{{.*}} {predicate = "eq"}
+// CHECK: %[[SH:.*]] = tg.select %[[INF]], %{{.*}}, %[[M]]
+// CHECK: %[[SB:.*]] = tg.broadcast %[[SH]]
+// CHECK: %[[D:.*]] = tg.sub %arg0, %[[SB]]
+// CHECK: %[[E:.*]] = tg.exp %[[D]]
+// CHECK: %[[S:.*]] = tg.reduce %[[E]] {count = 2 : i64, kind = "sum"}
+// CHECK: %[[L:.*]] = tg.log %[[S]]
+// CHECK: %[[R:.*]] = tg.add %[[L]], %[[SH]]
+// CHECK: return %[[R]]
+func.func @logsumexp(%x: tensor<2x3x5xf32>) -> tensor<2x1x1xf32> {
+  %r = tg.logsumexp %x {count = 2 : i64} : tensor<2x3x5xf32> -> tensor<2x1x1xf32>
+  return %r : tensor<2x1x1xf32>
+}
+
+// -----
+
+// Tests each vector_norm order: 2 is sqrt of the sum of squares, 1 the sum
+// of |x|, inf the max, 0 the count of nonzeros and 3 sum(|x|^3)^(1/3)
+// (|x|^3 itself two multiplications, by the pow pattern).
+// CHECK-LABEL: func.func @vector_norms
+// CHECK-NOT: tg.vector_norm
+// CHECK: %[[A2:.*]] = tg.abs %arg0
+// CHECK: %[[SQ:.*]] = tg.mul %[[A2]], %[[A2]]
+// CHECK: %[[S2:.*]] = tg.reduce %[[SQ]] {count = 1 : i64, kind = "sum"}
+// CHECK: %[[N2:.*]] = tg.sqrt %[[S2]]
+// CHECK: %[[A1:.*]] = tg.abs %arg0
+// CHECK: %[[N1:.*]] = tg.reduce %[[A1]] {count = 1 : i64, kind = "sum"}
+// CHECK: %[[AI:.*]] = tg.abs %arg0
+// CHECK: %[[NI:.*]] = tg.reduce %[[AI]] {count = 1 : i64, kind = "max"}
+// CHECK: %[[A0:.*]] = tg.abs %arg0
+// CHECK: %[[NZ:.*]] = tg.compare %[[A0]], %{{.*}} {predicate = "ne"}
+// CHECK: %[[C:.*]] = tg.cast %[[NZ]] : tensor<4x8xi1> -> tensor<4x8xf32>
+// CHECK: %[[N0:.*]] = tg.reduce %[[C]] {count = 1 : i64, kind = "sum"}
+// CHECK: %[[A3:.*]] = tg.abs %arg0
+// CHECK: %[[P2:.*]] = tg.mul %[[A3]], %[[A3]]
+// CHECK: %[[P3:.*]] = tg.mul %[[A3]], %[[P2]]
+// CHECK: %[[S3:.*]] = tg.reduce %[[P3]] {count = 1 : i64, kind = "sum"}
+// CHECK: %[[N3:.*]] = tg.pow %[[S3]]
+// CHECK: return %[[N2]], %[[N1]], %[[NI]], %[[N0]], %[[N3]]
+func.func @vector_norms(%x: tensor<4x8xf32>) -> (tensor<4x1xf32>, tensor<4x1xf32>, tensor<4x1xf32>, tensor<4x1xf32>, tensor<4x1xf32>) {
+  %n2 = tg.vector_norm %x {count = 1 : i64, ord = 2.0 : f64} : tensor<4x8xf32> -> tensor<4x1xf32>
+  %n1 = tg.vector_norm %x {count = 1 : i64, ord = 1.0 : f64} : tensor<4x8xf32> -> tensor<4x1xf32>
+  %ni = tg.vector_norm %x {count = 1 : i64, ord = 0x7FF0000000000000 : f64} : tensor<4x8xf32> -> tensor<4x1xf32>
+  %n0 = tg.vector_norm %x {count = 1 : i64, ord = 0.0 : f64} : tensor<4x8xf32> -> tensor<4x1xf32>
+  %n3 = tg.vector_norm %x {count = 1 : i64, ord = 3.0 : f64} : tensor<4x8xf32> -> tensor<4x1xf32>
+  return %n2, %n1, %ni, %n0, %n3 : tensor<4x1xf32>, tensor<4x1xf32>, tensor<4x1xf32>, tensor<4x1xf32>, tensor<4x1xf32>
+}

@@ -222,3 +222,48 @@ func.func @silu_int(%a: tensor<4xi64>) -> tensor<4xi64> {
   %r = tg.silu %a : tensor<4xi64>
   return %r : tensor<4xi64>
 }
+
+// -----
+
+// Tests that training batch norm's statistics keep the reduced dims as 1s.
+func.func @batch_norm_training_stats(%a: tensor<3x8xf32>) -> tensor<3x8xf32> {
+  // expected-error @+1 {{mean, invstd and var must be 'tensor<3x1xf32>' (the reduced dims kept as 1s)}}
+  %y, %m, %i, %v = tg.batch_norm_training %a {count = 1 : i64, epsilon = 1.0e-05 : f64} : (tensor<3x8xf32>) -> (tensor<3x8xf32>, tensor<3x1xf32>, tensor<3x1xf32>, tensor<3xf32>)
+  return %y : tensor<3x8xf32>
+}
+
+// -----
+
+// Tests that training batch norm takes its weight broadcast to the input.
+func.func @batch_norm_training_weight(%a: tensor<3x8xf32>, %w: tensor<3x1xf32>) -> tensor<3x8xf32> {
+  // expected-error @+1 {{weight and bias must be broadcast to the input type 'tensor<3x8xf32>'}}
+  %y, %m, %i, %v = tg.batch_norm_training %a weight %w {count = 1 : i64, epsilon = 1.0e-05 : f64} : (tensor<3x8xf32>, tensor<3x1xf32>) -> (tensor<3x8xf32>, tensor<3x1xf32>, tensor<3x1xf32>, tensor<3x1xf32>)
+  return %y : tensor<3x8xf32>
+}
+
+// -----
+
+// Tests that moments reduce at least one and at most all dims.
+func.func @moments_count(%a: tensor<4x8xf32>) -> tensor<1x1xf32> {
+  // expected-error @+1 {{reduces 3 trailing dims of a rank-2 tensor; expected 1 to 2}}
+  %v, %m = tg.moments %a {count = 3 : i64, correction = 1.0 : f64} : tensor<4x8xf32> -> (tensor<1x1xf32>, tensor<1x1xf32>)
+  return %v : tensor<1x1xf32>
+}
+
+// -----
+
+// Tests that logsumexp rejects integer tensors.
+func.func @logsumexp_int(%a: tensor<4x8xi32>) -> tensor<4x1xi32> {
+  // expected-error @+1 {{requires a floating-point element type}}
+  %r = tg.logsumexp %a {count = 1 : i64} : tensor<4x8xi32> -> tensor<4x1xi32>
+  return %r : tensor<4x1xi32>
+}
+
+// -----
+
+// Tests that vector_norm's result keeps the reduced dims as 1s.
+func.func @vector_norm_shape(%a: tensor<4x8xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{result must be 'tensor<4x1xf32>' (the reduced dims kept as 1s)}}
+  %r = tg.vector_norm %a {count = 1 : i64, ord = 2.0 : f64} : tensor<4x8xf32> -> tensor<4xf32>
+  return %r : tensor<4xf32>
+}

@@ -115,3 +115,20 @@ func.func @batch_norm(%x: tensor<2x3x4xf32>, %m: tensor<2x3x4xf32>, %v: tensor<2
   %z = tg.batch_norm %x, %m, %v {epsilon = 1.0e-03 : f64} : tensor<2x3x4xf32>
   return %y, %z : tensor<2x3x4xf32>, tensor<2x3x4xf32>
 }
+
+// -----
+
+// Tests that the row-statistics ops round-trip: training batch norm with
+// its four results, moments, logsumexp and vector_norm.
+// CHECK-LABEL: func.func @row_stats
+func.func @row_stats(%x: tensor<3x2x4xf32>, %w: tensor<3x2x4xf32>) -> (tensor<3x2x4xf32>, tensor<3x1x1xf32>, tensor<3x2x1xf32>, tensor<3x1x1xf32>, tensor<3x2x1xf32>) {
+  // CHECK: tg.batch_norm_training %{{.*}} weight %{{.*}} bias %{{.*}} {count = 2 : i64, epsilon = 1.000000e-05 : f64} : (tensor<3x2x4xf32>, tensor<3x2x4xf32>, tensor<3x2x4xf32>) -> (tensor<3x2x4xf32>, tensor<3x1x1xf32>, tensor<3x1x1xf32>, tensor<3x1x1xf32>)
+  %y, %m, %i, %v = tg.batch_norm_training %x weight %w bias %w {count = 2 : i64, epsilon = 1.0e-05 : f64} : (tensor<3x2x4xf32>, tensor<3x2x4xf32>, tensor<3x2x4xf32>) -> (tensor<3x2x4xf32>, tensor<3x1x1xf32>, tensor<3x1x1xf32>, tensor<3x1x1xf32>)
+  // CHECK: tg.moments %{{.*}} {correction = 0.000000e+00 : f64, count = 1 : i64, std = true} : tensor<3x2x4xf32> -> (tensor<3x2x1xf32>, tensor<3x2x1xf32>)
+  %s, %sm = tg.moments %x {count = 1 : i64, correction = 0.0 : f64, std = true} : tensor<3x2x4xf32> -> (tensor<3x2x1xf32>, tensor<3x2x1xf32>)
+  // CHECK: tg.logsumexp %{{.*}} {count = 2 : i64} : tensor<3x2x4xf32> -> tensor<3x1x1xf32>
+  %l = tg.logsumexp %x {count = 2 : i64} : tensor<3x2x4xf32> -> tensor<3x1x1xf32>
+  // CHECK: tg.vector_norm %{{.*}} {count = 1 : i64, ord = 2.000000e+00 : f64} : tensor<3x2x4xf32> -> tensor<3x2x1xf32>
+  %n = tg.vector_norm %x {count = 1 : i64, ord = 2.0 : f64} : tensor<3x2x4xf32> -> tensor<3x2x1xf32>
+  return %y, %m, %s, %l, %n : tensor<3x2x4xf32>, tensor<3x1x1xf32>, tensor<3x2x1xf32>, tensor<3x1x1xf32>, tensor<3x2x1xf32>
+}

@@ -67,16 +67,20 @@ namespace tgc::ops {
   X(ArgReduce, "tg.reduce argmax/argmin", "first extreme position; NaN is the extreme")     \
   X(ReduceWithIndices, "tg.reduce (values and positions)", "max.dim/min.dim in one row "    \
     "kernel")                                                                               \
-  X(Moments, "one row kernel", "mean and centered sum of squares (var, std, *_mean)")       \
-  X(LogSumExp, "one row kernel", "infinite maxima shifted by 0, as ATen does")              \
-  X(VectorNorm, "one row kernel", "p = 0, 1, 2, inf, -inf, other")                          \
+  X(Moments, "tg.moments -> one row kernel", "mean and centered sum of squares (var, std, "  \
+    "*_mean), decomposed by `tg-decompose`")                                                \
+  X(LogSumExp, "tg.logsumexp -> one row kernel", "infinite maxima shifted by 0, as ATen "   \
+    "does; decomposed by `tg-decompose`")                                                   \
+  X(VectorNorm, "tg.vector_norm -> one row kernel", "p = 0, 1, 2, inf, -inf, other; "       \
+    "decomposed by `tg-decompose`")                                                         \
   X(Softmax, "tg.softmax -> one tgk.row_kernel", "decomposed by `tg-decompose` into max, "  \
     "exp, sum, one kernel per row; over another dim the row space has that dim last")       \
-  X(LayerNorm, "one tgk.row_kernel", "also produces mean and rstd")                         \
-  X(BatchNorm, "pointwise (eval) or one row kernel per channel (training)",                 \
+  X(LayerNorm, "tg.layer_norm -> one tgk.row_kernel", "also produces mean and rstd; "       \
+    "decomposed by `tg-decompose`")                                                         \
+  X(BatchNorm, "tg.batch_norm (eval) or tg.batch_norm_training (one row kernel per channel)", \
     "eval (variant \"eval\"): as BatchNormInference; training: biased statistics, running " \
     "stats updated by an ordered aten::copy_ (unbiased variance); half types in float")     \
-  X(BatchNormInference, "tg pointwise, per-channel broadcast",                              \
+  X(BatchNormInference, "tg.batch_norm (pointwise, per-channel broadcast)",               \
     "rsqrt(var + eps) per element; half types in float")                                    \
   X(Dropout, "tg.uniform (Philox4x32-10)", "see docs/random-numbers.md")                    \
   X(Bernoulli, "tg.uniform (Philox4x32-10)", "bernoulli_(p) with a float p on a fresh "     \

@@ -84,12 +84,19 @@ void FuseRowsPass::runOnOperation() {
     RowSpace space{SmallVector<int64_t>(shapeOf(seed.getInput())), seed.getCount()};
     llvm::SetVector<Operation *> members;
     members.insert(seed);
-    // Producers of the seed's input used by nothing else.
+    // Producers of the seed's input used by nothing else, and computed
+    // after the last in-place extern before the seed: one computed before
+    // it reads what the extern may overwrite, so it stays where it is.
+    unsigned lastWrite = 0;
+    for (Operation *q = seed->getPrevNode(); q && !lastWrite; q = q->getPrevNode())
+      if (isa<tg::ExternOp>(q) && q->hasAttr("mutates"))
+        lastWrite = pos[q];
     SmallVector<Value> work{seed.getInput()};
     while (!work.empty()) {
       Operation *p = work.pop_back_val().getDefiningOp();
       if (!p || taken.contains(p) || members.contains(p) ||
-          !isa<tg::ScalarizableOpInterface>(p) || !space.isElement(p->getResult(0)))
+          !isa<tg::ScalarizableOpInterface>(p) || !space.isElement(p->getResult(0)) ||
+          pos[p] < lastWrite)
         continue;
       SmallVector<Operation *> users;
       usersOf(p->getResult(0), users);

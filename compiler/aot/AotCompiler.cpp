@@ -211,6 +211,10 @@ CaptureResult captureRegions(const std::shared_ptr<torch::jit::Graph> &pristine,
   for (int round = 0; round < 32; ++round) {
     std::shared_ptr<torch::jit::Graph> graph = pristine->copy();
     Partition part = partitionGraph(*graph, c.excluded);
+    if (!part.recut.empty()) {
+      c.excluded.insert(part.recut.begin(), part.recut.end());
+      continue;
+    }
     CaptureTable table = runSamples(graph, part, module, inputs, o.samples, progress);
     c.captured = table.captured();
     if (table.breaks().empty())
@@ -293,6 +297,9 @@ AotSummary compilePackage(const AotOptions &o, const AotProgress &progress) {
   CaptureResult cap = captureRegions(graph->copy(), frozen, inputs, o, progress);
   AotSummary summary;
   Partition part = partitionGraph(*graph, cap.excluded);
+  if (!part.recut.empty())
+    throw AotError(Kind::Compile, "internal error: the final partition splits an in-place "
+                                  "write from the tensor it writes");
 
   json meta = metadata(o, inputs, part);
   std::vector<SectionInput> sections;

@@ -4,6 +4,7 @@
 #include "compiler/capture/Tracer.h"
 #include "runtime/Backend.h"
 
+#include <ATen/ops/scalar_tensor.h>
 #include <torch/csrc/jit/ir/constants.h>
 
 #include <unordered_map>
@@ -26,6 +27,13 @@ void unpackList(Node *n, Stack &stack) {
   TORCH_CHECK(list.size() == n->outputs().size(), "tgc-aot: a list of ", list.size(),
               " values unpacked into ", n->outputs().size());
   stack.assign(list.begin(), list.end());
+}
+
+/// prim::NumToTensor as at::scalar_to_tensor computes it (a 0-d tensor of
+/// the number's own type), but dispatched, so a tracer sees the factory.
+void numberToTensor(Stack &stack) {
+  c10::Scalar s = stack.at(0).toScalar();
+  stack = {c10::IValue(at::scalar_tensor(s, at::TensorOptions().dtype(s.type())))};
 }
 
 /// Runs a region's nodes one by one on `inputs` (tracers or real tensors);
@@ -54,6 +62,10 @@ std::vector<c10::IValue> runNodes(const Region &r, const std::vector<at::Tensor>
       packList(n, stack);
     else if (n->kind() == prim::ListUnpack)
       unpackList(n, stack);
+    else if (n->kind() == prim::NumToTensor)
+      // scalar_to_tensor, but through the dispatcher: a traced 0-d tensor
+      // whose value capture knows, not a real one lifted as a graph input.
+      numberToTensor(stack);
     else
       n->getOperation()(stack);
     TORCH_CHECK(stack.size() == n->outputs().size(), "tgc-aot: internal error: ",
@@ -75,11 +87,20 @@ std::string firstLine(const std::string &s) { return s.substr(0, s.find('\n')); 
 void CaptureTable::capture(const Region &r, const std::vector<at::Tensor> &inputs,
                            CapturedRegion &out) {
   TraceContext ctx("cpu"); // no runner: a graph break throws
+  // Known values here derive from graph constants and the package's static
+  // shapes, which the segment guard checks: their reads need no guard.
+  ctx.knownValuesAreFixed(true);
   size_t at = 0;
   std::string why;
   try {
     TraceGuard guard(ctx);
-    std::vector<c10::IValue> outs = runNodes(r, ctx.makeInputs(inputs), at);
+    std::vector<at::Tensor> tracers = ctx.makeInputs(inputs);
+    // Tensor constants are region inputs (the package keeps them once);
+    // capture knows their values (a divisor in size arithmetic, say).
+    for (size_t i = 0; i < inputs.size(); ++i)
+      if (r.inputs[i]->node()->kind() == prim::Constant)
+        ctx.know(tracers[i], inputs[i]);
+    std::vector<c10::IValue> outs = runNodes(r, tracers, at);
     std::vector<at::Tensor> tensors;
     for (const c10::IValue &v : outs)
       tensors.push_back(v.toTensor());

@@ -7,6 +7,7 @@
 #include <torch/csrc/jit/passes/remove_mutation.h>
 
 #include <algorithm>
+#include <optional>
 #include <set>
 
 namespace tgc {
@@ -22,14 +23,66 @@ bool isPlumbing(Node *n) {
          n->kind() == prim::TupleConstruct || n->kind() == prim::TupleUnpack;
 }
 
+/// Whether `n` is an ATen op whose first result aliases its first argument
+/// without writing it (a view: slice, select, view, ...).
+bool isViewOf0(Node *n) {
+  const c10::FunctionSchema *schema = n->kind().is_aten() ? n->maybeSchema() : nullptr;
+  if (!schema || schema->returns().empty() || schema->arguments().empty())
+    return false;
+  const c10::AliasInfo *out = schema->returns()[0].alias_info();
+  const c10::AliasInfo *in = schema->arguments()[0].alias_info();
+  return out && !out->isWrite() && in && !in->isWrite() && !schema->is_mutable();
+}
+
+} // namespace
+
+std::optional<WriteChain> writeChain(Node *n) {
+  const c10::FunctionSchema *schema = n->kind().is_aten() ? n->maybeSchema() : nullptr;
+  if (!schema || !n->blocks().empty() || n->hasSideEffects())
+    return std::nullopt;
+  // One written argument, the first; the op's own results unused (they
+  // alias it).
+  for (size_t i = 0; i < schema->arguments().size(); ++i) {
+    const c10::AliasInfo *a = schema->arguments()[i].alias_info();
+    if (a && a->isWrite() && i != 0)
+      return std::nullopt;
+  }
+  const c10::AliasInfo *first =
+      schema->arguments().empty() ? nullptr : schema->arguments()[0].alias_info();
+  if (!first || !first->isWrite() || n->inputs().empty())
+    return std::nullopt;
+  for (Value *out : n->outputs())
+    if (out->hasUses())
+      return std::nullopt;
+  // Views, each read by the next one only, down to a fresh tensor made in
+  // the same block: the write changes nothing outside that tensor.
+  WriteChain chain;
+  Value *v = n->input(0);
+  while (isViewOf0(v->node()) && v->uses().size() == 1 && v->node()->owningBlock() == n->owningBlock()) {
+    chain.views.push_back(v->node());
+    v = v->node()->input(0);
+  }
+  Node *root = v->node();
+  const c10::FunctionSchema *rs = root->kind().is_aten() ? root->maybeSchema() : nullptr;
+  if (!rs || rs->is_mutable() || rs->returns().empty() || rs->returns()[0].alias_info() ||
+      root->owningBlock() != n->owningBlock() || !isTensor(v))
+    return std::nullopt;
+  chain.root = root;
+  return chain;
+}
+
+namespace {
+
 /// Why `n` can never be inside a region, or "".
-std::string staticReason(Node *n) {
+std::string staticReason(Node *n, bool chainWrite) {
   if (!n->blocks().empty())
     return "control flow; its blocks are cut into regions of their own";
-  // List packing and a tensor's device or dtype (guarded) are static in a
-  // region; the tracer sees them as the interpreter does.
+  // List packing, a tensor's device or dtype (guarded) and a number made a
+  // 0-d tensor (size arithmetic: the sizes are the guarded shapes) are
+  // static in a region; capture answers their reads (aten::Int of such a
+  // tensor) from the values it knows, as the JIT does.
   if (n->kind() == prim::ListConstruct || n->kind() == prim::ListUnpack ||
-      n->kind() == prim::device || n->kind() == prim::dtype)
+      n->kind() == prim::device || n->kind() == prim::dtype || n->kind() == prim::NumToTensor)
     return "";
   if (isPlumbing(n))
     return "packs or unpacks a tuple";
@@ -40,7 +93,7 @@ std::string staticReason(Node *n) {
   const c10::FunctionSchema *schema = n->maybeSchema();
   if (!schema)
     return "has no registered schema";
-  if (schema->is_mutable())
+  if (schema->is_mutable() && !chainWrite)
     return "writes a tensor in place";
   return "";
 }
@@ -66,14 +119,20 @@ void collectConstants(Block *b, std::vector<Node *> &out) {
 class Partitioner {
 public:
   Partitioner(Graph &graph, const std::map<int64_t, std::string> &excluded)
-      : graph_(graph), excluded_(excluded), numbers_(numberNodes(graph)) {}
+      : graph_(graph), excluded_(excluded), numbers_(numberNodes(graph)) {
+    // Write chains as the graph stands before any region is rewritten
+    // (rewriting moves a region's nodes into the branches of an `if`).
+    for (auto [n, number] : numbers_)
+      if (std::optional<WriteChain> chain = writeChain(n))
+        chains_[n] = *chain;
+  }
   void block(Block *b);
   Partition result;
 
 private:
   std::string reasonFor(Node *n) const {
     auto it = excluded_.find(numbers_.at(n));
-    return it != excluded_.end() ? it->second : staticReason(n);
+    return it != excluded_.end() ? it->second : staticReason(n, chains_.count(n) != 0);
   }
   void keep(Node *n, const std::string &reason, bool plumbing = false) {
     result.kept.push_back({n->kind().toQualString(), reason, plumbing || isPlumbing(n)});
@@ -86,6 +145,7 @@ private:
   Graph &graph_;
   const std::map<int64_t, std::string> &excluded_;
   std::map<Node *, int64_t> numbers_;
+  std::map<Node *, WriteChain> chains_;
 };
 
 void Partitioner::block(Block *b) {
@@ -170,6 +230,22 @@ void Partitioner::emit(const std::vector<Node *> &nodes) {
         }
     }
   }
+  // A write joins a region only with the tensor it writes: the fresh
+  // tensor and every view on the way there in the same region. Otherwise
+  // the write and its views stay TorchScript (on the next partition).
+  for (Node *n : nodes)
+    if (auto found = chains_.find(n); found != chains_.end()) {
+      const WriteChain *chain = &found->second;
+      bool inside = members.count(chain->root) != 0;
+      for (Node *view : chain->views)
+        inside = inside && members.count(view);
+      if (inside)
+        continue;
+      const std::string why = "writes a tensor created outside its compiled region";
+      result.recut[numbers_.at(n)] = why;
+      for (Node *view : chain->views)
+        result.recut[numbers_.at(view)] = why;
+    }
   if (!work || r.outputs.empty()) {
     for (Node *n : nodes)
       keep(n, "no tensor work to compile", /*plumbing=*/true);

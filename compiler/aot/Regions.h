@@ -24,6 +24,7 @@
 #include <torch/csrc/jit/ir/ir.h>
 
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -49,7 +50,21 @@ struct KeptNode {
 struct Partition {
   std::vector<Region> regions;
   std::vector<KeptNode> kept;
+  /// Writes (and their views) that landed in a region without the tensor
+  /// they write: exclude them (node number -> reason) and partition again.
+  /// partitionGraph's caller must not use a partition where this is not
+  /// empty.
+  std::map<int64_t, std::string> recut;
 };
+
+/// An in-place op that may join a region: it writes its first argument,
+/// which is a chain of single-use views (`views`, nearest first) of a fresh
+/// tensor made by `root` in the same block, and its own results are unused.
+struct WriteChain {
+  torch::jit::Node *root = nullptr;
+  std::vector<torch::jit::Node *> views;
+};
+std::optional<WriteChain> writeChain(torch::jit::Node *n);
 
 /// Hoists every constant to the top of the graph and turns in-place ops
 /// into functional ones where no alias can observe the difference.

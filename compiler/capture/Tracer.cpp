@@ -128,8 +128,10 @@ private:
   const char *tensorimpl_type_name() const override { return "tgc::TracerTensorImpl"; }
 };
 
-
 namespace {
+/// Values capture computes alongside the graph are at most this large.
+constexpr int64_t kMaxKnownElements = 64;
+
 TracerTensorImpl *asTracer(const at::Tensor &t) {
   if (!t.defined())
     return nullptr;
@@ -187,6 +189,14 @@ TraceContext::makeInputs(const std::vector<at::Tensor> &inputs) {
   }
   userInputs_ = inputs.size();
   return tracers;
+}
+
+void TraceContext::know(const at::Tensor &t, const at::Tensor &value) {
+  TracerTensorImpl *tr = asTracer(t);
+  TORCH_CHECK(tr && tr->ctx == this, "tgc: internal error: know() on a tensor not traced here");
+  if (value.device().is_cpu() && value.numel() <= kMaxKnownElements && !value.requires_grad() &&
+      value.layout() == at::kStrided)
+    tr->known = value;
 }
 
 std::vector<at::Tensor> TraceContext::addInputs(const std::vector<at::Tensor> &like) {
@@ -620,8 +630,6 @@ void noteAliases(TraceContext &ctx, const c10::FunctionSchema &schema, const Seg
         ctx.noteInputAlias(id);
 }
 
-/// Values capture computes alongside the graph are at most this large.
-constexpr int64_t kMaxKnownElements = 64;
 
 /// The value of `t` as capture knows it: a small real CPU tensor's own, a
 /// tracer's `known`; undefined when unknown.
@@ -686,7 +694,8 @@ std::optional<torch::jit::Stack> runOnKnown(const c10::OperatorHandle &op,
 /// graph that t still holds it (run eagerly when it does not). Replaces the
 /// argument on `stack` with the answer; false when the value is unknown.
 bool answerKnownRead(TraceContext &ctx, torch::jit::Stack *stack, size_t base) {
-  if (!ctx.canSpeculate() || stack->size() != base + 1 || !(*stack)[base].isTensor())
+  bool fixed = ctx.knownValuesFixed();
+  if (!(fixed || ctx.canSpeculate()) || stack->size() != base + 1 || !(*stack)[base].isTensor())
     return false;
   const at::Tensor t = (*stack)[base].toTensor();
   const at::Tensor value = knownValue(t);
@@ -697,11 +706,13 @@ bool answerKnownRead(TraceContext &ctx, torch::jit::Stack *stack, size_t base) {
     OutsideTrace outside;
     answer = value.item();
   }
-  // A placeholder first: should the guard's own ops break, the capture
-  // aborts before anything runs.
-  ctx.addGuard(-1);
-  at::Tensor differs = at::ne(t, answer).any(); // traced: the guard's ops join the graph
-  ctx.setLastGuard(ctx.valueOf(differs));
+  if (!fixed) {
+    // A placeholder first: should the guard's own ops break, the capture
+    // aborts before anything runs.
+    ctx.addGuard(-1);
+    at::Tensor differs = at::ne(t, answer).any(); // traced: the guard's ops join the graph
+    ctx.setLastGuard(ctx.valueOf(differs));
+  }
   stack->resize(base);
   stack->emplace_back(answer);
   return true;

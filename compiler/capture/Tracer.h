@@ -98,6 +98,15 @@ public:
   /// Only for graphs without breaks and without writes: a break or a
   /// mutating op after a prediction throws SpeculationAborted.
   void allowSpeculation(bool on) { speculate_ = on; }
+  /// Declares that every value capture knows is fixed by what the caller
+  /// guards anyway: tgc-aot's regions, where known values derive only from
+  /// graph constants and the package's static shapes. Reads of them are
+  /// answered without an in-graph guard.
+  void knownValuesAreFixed(bool on) { knownFixed_ = on; }
+  bool knownValuesFixed() const { return knownFixed_; }
+  /// Gives input tracer `t` the value `value` (a graph constant the caller
+  /// passes as an input), so reads and size arithmetic on it are answered.
+  void know(const at::Tensor &t, const at::Tensor &value);
   bool canSpeculate() const { return speculate_ && breaks_.empty(); }
   void addGuard(int id) { guards_.push_back(id); }
   void setLastGuard(int id) { guards_.back() = id; }
@@ -156,6 +165,7 @@ private:
   std::vector<at::Tensor> inputsReal_; ///< real tensor of each segment input
   std::vector<at::Tensor> metas_;      ///< Meta stand-in of every value
   std::unordered_map<const void *, int> liftedIds_;
+  bool knownFixed_ = false;
   std::vector<c10::weak_intrusive_ptr<TracerTensorImpl>> tracers_;
   std::vector<Segment> finished_;
   std::vector<BreakInfo> breaks_;

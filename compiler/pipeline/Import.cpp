@@ -296,24 +296,57 @@ void Importer::planFunctionalization() {
     int x = n.args[0].tensors[0];
     // An alias made before the write (other than the written value itself)
     // would see the write in eager: none may be an input, an output or read
-    // afterwards. Aliases made later derive from the new value.
+    // afterwards. Aliases made later derive from the new value. An input
+    // written itself (not through a view) is functionalized too: its final
+    // value is copied back into the caller's tensor at the end.
     std::set<int> watched = watchedBy(x);
     auto stale = [&](int id) {
       return id >= 0 && id != x && id != n.outputs[0] && watched.count(find(id)) &&
              defined[id] <= (int64_t)i;
     };
-    bool ok = defined[x] >= 0;
+    const bool input = defined[x] < 0;
+    bool ok = !input || std::count(seg.inputs.begin(), seg.inputs.end(), x) == 1;
     for (int id : seg.inputs)
-      ok &= !watched.count(find(id));
+      ok &= (input && id == x) || !watched.count(find(id));
+    // A write to an input through the functional form, then one to it
+    // through an extern, would need both: keep such inputs in place.
+    for (size_t j = 0; j < seg.nodes.size() && input && ok; ++j)
+      if (j != i && seg.nodes[j].mutates && !seg.nodes[j].args.empty() &&
+          seg.nodes[j].args[0].kind == ArgValue::Tensor)
+        ok &= find(seg.nodes[j].args[0].tensors[0]) != find(x) || functionalizable(seg.nodes[j]);
     for (int id : seg.outputs)
       ok &= !stale(id);
     for (size_t j = i + 1; j < seg.nodes.size() && ok; ++j)
       for (const ArgValue &a : seg.nodes[j].args)
         for (int id : a.tensors)
           ok &= !stale(id);
-    if (ok)
+    if (ok) {
       functional.insert(i);
+      if (input)
+        writtenInputs.insert(x);
+    }
   }
+}
+
+void Importer::writeBackInputs(ArrayRef<Value> args) {
+  for (auto [i, id] : llvm::enumerate(seg.inputs)) {
+    if (!writtenInputs.count(id))
+      continue;
+    Value arg = args[i], final = values.lookup(id);
+    if (!final || final == arg)
+      continue;
+    copyInto(arg, final, id);
+  }
+}
+
+Value Importer::copyInto(Value buffer, Value value, int id) {
+  auto copy = b.create<tg::ExternOp>(
+      loc, TypeRange{buffer.getType()}, b.getStringAttr("aten::copy_"), ValueRange{buffer, value},
+      b.getArrayAttr({tg::OperandRefAttr::get(b.getContext(), 0),
+                      tg::OperandRefAttr::get(b.getContext(), 1), b.getBoolAttr(false)}),
+      b.getArrayAttr({b.getDenseI64ArrayAttr(seg.values[id].strides)}));
+  copy->setAttr("mutates", b.getUnitAttr());
+  return copy.getResult(0);
 }
 
 /// Whether value `id` is read by a node or returned. `overwrites` are nodes
@@ -500,6 +533,7 @@ FailureOr<func::FuncOp> importSegment(const Segment &seg, ModuleOp module,
   for (size_t i = 0; i < seg.nodes.size(); ++i)
     if (failed(imp.importAt(i)))
       return failure();
+  imp.writeBackInputs(SmallVector<Value>(entry->getArguments()));
   SmallVector<Value> results;
   for (int id : seg.outputs) {
     Value v = imp.values.lookup(id);

@@ -255,13 +255,7 @@ bool Importer::importBatchNormTraining(const SegmentNode &node) {
     next = castTo(next, runType.getElementType());
     next = remap(next, runType, reshapeMap(rt.getShape(), runType.getShape(), b.getContext()));
     int id = node.args[arg].tensors[0];
-    auto copy = b.create<tg::ExternOp>(
-        loc, TypeRange{runType}, b.getStringAttr("aten::copy_"), ValueRange{running, next},
-        b.getArrayAttr({tg::OperandRefAttr::get(b.getContext(), 0),
-                        tg::OperandRefAttr::get(b.getContext(), 1), b.getBoolAttr(false)}),
-        b.getArrayAttr({b.getDenseI64ArrayAttr(seg.values[id].strides)}));
-    copy->setAttr("mutates", b.getUnitAttr());
-    values[id] = copy.getResult(0);
+    values[id] = copyInto(running, next, id);
   };
   update(3, mean, 1);
   update(4, var, n > 1 ? n / (n - 1) : INFINITY);

@@ -119,6 +119,9 @@ private:
   Value castTo(Value v, Type elt);
   Value finish(Value v, int id);
   LogicalResult importExtern(const SegmentNode &node);
+  /// `aten::copy_(buffer, value)` as an extern marked `mutates` (the value
+  /// written into a caller's tensor, `id` its value id).
+  Value copyInto(Value buffer, Value value, int id);
   FailureOr<Attribute> externArg(const ArgValue &a, SmallVector<Value> &ins);
 
   const Segment &seg;
@@ -129,6 +132,10 @@ private:
   /// Indices of in-place nodes imported as their functional form: the
   /// buffer they write has no other alias that anyone reads afterwards.
   std::set<size_t> functional;
+  /// Inputs some node in `functional` writes: their final values are
+  /// copied back into the caller's tensors at the end (writeBackInputs), so
+  /// no buffer changes under the graph while it runs.
+  std::set<int> writtenInputs;
   void planFunctionalization();
   /// Whether an ATen call that stays in place writes a buffer that a view
   /// op of the segment aliases (or writes where import cannot tell).
@@ -138,6 +145,9 @@ public:
   /// Imports node `index`: an in-place node in `functional` as its
   /// out-of-place form, whose result then stands for the written buffer.
   LogicalResult importAt(size_t index);
+  /// Copies the final value of each written input into its argument
+  /// (`args[i]` holds input i), after everything else.
+  void writeBackInputs(ArrayRef<Value> args);
 };
 
 

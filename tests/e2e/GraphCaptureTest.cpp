@@ -201,6 +201,61 @@ TEST(Functionalization, ViewsAndMutationThroughAView) {
   }, {torch::randn({4, 5}), torch::randn({4, 5})});
 }
 
+TEST(Functionalization, AnInputReadBeforeItsWriteIsReadAsItWas) {
+  // Found by the fuzz test: the write ran before a fused reduction that
+  // read the input's old value.
+  torch::NoGradGuard noGrad;
+  checkMutating([](torch::Tensor x, torch::Tensor y) {
+    torch::Tensor product = y * x;
+    y.add_(-0.5);
+    return std::get<0>(product.max(0));
+  }, {torch::randn({7, 1}), torch::randn({16})});
+  checkMutating([](torch::Tensor x, torch::Tensor y) {
+    torch::Tensor e = x.exp();
+    x.mul_(y);
+    return e + x;
+  }, {torch::randn({4, 5}), torch::randn({5})});
+  checkMutating([](torch::Tensor x, torch::Tensor y) {
+    torch::Tensor before = (x * y).sum(1);
+    x.select(0, 1).add_(1); // through a view: the write stays in place
+    return before + x.sum(1);
+  }, {torch::randn({4, 5}), torch::randn({4, 5})});
+}
+
+TEST(Numerics, HalfPrecisionResultsAreRoundedLikeEager) {
+  // Eager rounds every bf16 result; a fused kernel computing in float must
+  // too, or a bf16 value feeding a float op differs (found by the fuzz test).
+  torch::NoGradGuard noGrad;
+  auto f = [](torch::Tensor h, torch::Tensor x) { return h.exp() * x + h.log1p().abs(); };
+  auto compiled = tgc::compile(f);
+  tgc::reset();
+  for (auto half : {torch::kBFloat16, torch::kHalf}) {
+    torch::Tensor h = (torch::rand({}) + 0.3).to(half), x = torch::randn({5, 2});
+    torch::Tensor want = f(h, x), got = compiled(h, x);
+    ASSERT_EQ(got.scalar_type(), torch::kFloat);
+    EXPECT_TRUE(torch::allclose(got, want, 1e-6, 1e-6))
+        << "max error " << (got - want).abs().max().item<double>();
+  }
+  expectCompiled(2, 2);
+}
+
+TEST(EmptyTensors, LayerNormOfAnEmptyTensorMatchesEager) {
+  // ATen's CPU layer norm and its Meta kernel disagree on the statistics'
+  // shape for empty inputs; nothing reads them (found by the fuzz test).
+  torch::NoGradGuard noGrad;
+  auto f = [](torch::Tensor x, torch::Tensor w) {
+    return at::layer_norm(x, {x.size(-1)}, w, w) + 1;
+  };
+  auto compiled = tgc::compile(f);
+  tgc::reset();
+  for (auto shape : {std::vector<int64_t>{8, 0}, std::vector<int64_t>{0, 3}}) {
+    torch::Tensor x = torch::randn(shape), w = torch::randn({shape.back()});
+    torch::Tensor got = compiled(x, w), want = f(x, w);
+    EXPECT_EQ(got.sizes(), want.sizes());
+  }
+  EXPECT_EQ(tgc::stats().eager_fallbacks, 0);
+}
+
 // --- graph breaks ----------------------------------------------------------------
 
 TEST(GraphBreaks, WhileLoopOnATensorNorm) {

@@ -63,6 +63,29 @@ TEST(KnownValues, AnIntegerDivisionOfSizesGetsItsShapeFromTheValues) {
   EXPECT_EQ(tgc::stats().captures, 1);
 }
 
+TEST(KnownValues, TorchTensorOfASizeReadBackInCxxIsAnsweredWithoutABreak) {
+  // What a C++ program writes for the same arithmetic: torch::tensor of a
+  // size (a factory that copies host data), then item().
+  torch::NoGradGuard noGrad;
+  auto heads = [](torch::Tensor x) {
+    int64_t c = torch::tensor(x.size(1)).item<int64_t>();
+    int64_t perHead = (torch::tensor(x.size(2)) / 4).to(torch::kLong).item<int64_t>();
+    return x.reshape({x.size(0), c, 4, perHead}).softmax(-1) * double(c);
+  };
+  auto f = tgc::compile(heads);
+  tgc::reset();
+  for (int i = 0; i < 3; ++i) {
+    torch::Tensor x = torch::randn({2, 3, 8});
+    expectClose(f(x), heads(x));
+  }
+  EXPECT_EQ(tgc::stats().graph_breaks, 0) << "the read of a known value broke the graph";
+  EXPECT_EQ(tgc::stats().captures, 1);
+  EXPECT_EQ(tgc::stats().eager_fallbacks, 0);
+  // Another size is another specialization, read again, not the stale one.
+  torch::Tensor y = torch::randn({2, 5, 12});
+  expectClose(f(y), heads(y));
+}
+
 TEST(KnownValues, ASmallRealTensorReadIsGuardedAndItsChangeIsSeen) {
   torch::NoGradGuard noGrad;
   torch::Tensor scale = torch::tensor(3.0);

@@ -306,6 +306,10 @@ void Importer::planFunctionalization() {
     };
     const bool input = defined[x] < 0;
     bool ok = !input || std::count(seg.inputs.begin(), seg.inputs.end(), x) == 1;
+    // An input whose elements share memory (expanded: stride 0) takes ATen's
+    // own in-place semantics (masked_fill_ allows it; copy_ back would not).
+    for (size_t d = 0; input && d < seg.values[x].sizes.size(); ++d)
+      ok &= seg.values[x].strides[d] != 0 || seg.values[x].sizes[d] <= 1;
     for (int id : seg.inputs)
       ok &= (input && id == x) || !watched.count(find(id));
     // A write to an input through the functional form, then one to it
@@ -337,6 +341,24 @@ void Importer::writeBackInputs(ArrayRef<Value> args) {
       continue;
     copyInto(arg, final, id);
   }
+}
+
+void Importer::keepEagerLayouts() {
+  for (const SegmentNode &node : seg.nodes)
+    for (int id : node.outputs) {
+      Value v = id >= 0 ? values.lookup(id) : Value();
+      Operation *def = v ? v.getDefiningOp() : nullptr;
+      // A computed result without a layout of its own that an ATen call
+      // reads (a view, an in-place write through one) gets eager's layout:
+      // the call sees the buffer as eager would.
+      if (!def || def->getNumResults() != 1 || def->hasAttr("tg.strides") ||
+          def->hasAttr("result_strides") || def->getDialect()->getNamespace() != "tg" ||
+          isa<tg::ConstantOp, tg::BroadcastOp, tg::RemapOp, tg::ExternOp>(def) ||
+          cast<RankedTensorType>(v.getType()).getShape() != ArrayRef<int64_t>(seg.values[id].sizes) ||
+          llvm::none_of(v.getUsers(), [](Operation *u) { return isa<tg::ExternOp>(u); }))
+        continue;
+      setStrides(def, id);
+    }
 }
 
 Value Importer::copyInto(Value buffer, Value value, int id) {
@@ -533,6 +555,7 @@ FailureOr<func::FuncOp> importSegment(const Segment &seg, ModuleOp module,
   for (size_t i = 0; i < seg.nodes.size(); ++i)
     if (failed(imp.importAt(i)))
       return failure();
+  imp.keepEagerLayouts();
   imp.writeBackInputs(SmallVector<Value>(entry->getArguments()));
   SmallVector<Value> results;
   for (int id : seg.outputs) {

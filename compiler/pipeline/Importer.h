@@ -148,6 +148,9 @@ public:
   /// Copies the final value of each written input into its argument
   /// (`args[i]` holds input i), after everything else.
   void writeBackInputs(ArrayRef<Value> args);
+  /// Gives computed results that came out of import without a layout and
+  /// that an ATen call reads the layout eager gave them (`tg.strides`).
+  void keepEagerLayouts();
 };
 
 

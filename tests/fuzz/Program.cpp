@@ -839,6 +839,14 @@ Program Generator::run() {
       Tensor t = applyStep(p_, s, vals_);
       if (t.numel() > kMaxNumel || t.dim() > kMaxRank)
         throw std::invalid_argument("too big");
+      // A float outside an integer type's range converts to an undefined
+      // value (C++ and ATen alike): no program depends on one.
+      const Tensor &from = vals_[s.args[0]];
+      if (s.kind == Kind::Cast && at::isFloatingType(from.scalar_type()) &&
+          at::isIntegralType(s.dtype, /*includeBool=*/false) && from.numel() > 0 &&
+          !(at::isfinite(from).all().item<bool>() &&
+            from.abs().max().item<double>() < 2147483647.0))
+        throw std::invalid_argument("out of the integer range");
       p_.steps.push_back(std::move(s));
       vals_.push_back(t);
     } catch (const std::exception &) {

@@ -1,6 +1,7 @@
 //===- Import.cpp - Segment to the `tg` dialect ---------------------------===//
 #include "compiler/pipeline/Import.h"
 #include "compiler/pipeline/Importer.h"
+#include "passes/Passes.h"
 #include "compiler/ops/OpRegistry.h"
 
 #include "dialects/TG/IR/TGOps.h"
@@ -361,6 +362,45 @@ void Importer::keepEagerLayouts() {
     }
 }
 
+void Importer::pinAcrossWrites(Block *body) {
+  // A value computed before an in-place ATen call and read after it may
+  // read the buffer the call writes: it must be computed before the call,
+  // wherever fusion would place it. An `aten::alias` call before the write
+  // (a view: no work) makes it a buffer there, and later readers read that.
+  // tgc's own write-backs (copyInto) come after every read of what they
+  // write.
+  SmallVector<Operation *> writes;
+  for (Operation &op : *body)
+    if (isa<tg::ExternOp>(op) && op.hasAttr("mutates") && !op.hasAttr("tg.write_back"))
+      writes.push_back(&op);
+  for (Operation *write : writes) {
+    SmallVector<Value> pinned;
+    for (Operation *op = &body->front(); op != write; op = op->getNextNode()) {
+      if (isa<tg::ExternOp, tg::ConstantOp, tg::BroadcastOp>(op) ||
+          op->getDialect()->getNamespace() != "tg")
+        continue;
+      for (Value v : op->getResults())
+        if (llvm::any_of(v.getUsers(), [&](Operation *u) {
+              return u->getBlock() == body && write->isBeforeInBlock(u) &&
+                     !isa<func::ReturnOp>(u);
+            }))
+          pinned.push_back(v);
+    }
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPoint(write);
+    for (Value v : pinned) {
+      auto alias = b.create<tg::ExternOp>(
+          loc, TypeRange{v.getType()}, b.getStringAttr("aten::alias"), ValueRange{v},
+          b.getArrayAttr({tg::OperandRefAttr::get(b.getContext(), 0)}),
+          b.getArrayAttr({b.getDenseI64ArrayAttr(bufferStrides(v))}));
+      v.replaceUsesWithIf(alias.getResult(0), [&](OpOperand &use) {
+        return use.getOwner()->getBlock() == body && write->isBeforeInBlock(use.getOwner()) &&
+               !isa<func::ReturnOp>(use.getOwner());
+      });
+    }
+  }
+}
+
 Value Importer::copyInto(Value buffer, Value value, int id) {
   auto copy = b.create<tg::ExternOp>(
       loc, TypeRange{buffer.getType()}, b.getStringAttr("aten::copy_"), ValueRange{buffer, value},
@@ -368,6 +408,7 @@ Value Importer::copyInto(Value buffer, Value value, int id) {
                       tg::OperandRefAttr::get(b.getContext(), 1), b.getBoolAttr(false)}),
       b.getArrayAttr({b.getDenseI64ArrayAttr(seg.values[id].strides)}));
   copy->setAttr("mutates", b.getUnitAttr());
+  copy->setAttr("tg.write_back", b.getUnitAttr()); // tgc's own: pinAcrossWrites skips it
   return copy.getResult(0);
 }
 
@@ -557,6 +598,7 @@ FailureOr<func::FuncOp> importSegment(const Segment &seg, ModuleOp module,
       return failure();
   imp.keepEagerLayouts();
   imp.writeBackInputs(SmallVector<Value>(entry->getArguments()));
+  imp.pinAcrossWrites(entry);
   SmallVector<Value> results;
   for (int id : seg.outputs) {
     Value v = imp.values.lookup(id);

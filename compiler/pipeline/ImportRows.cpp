@@ -131,6 +131,10 @@ static int64_t trailingCount(std::vector<int64_t> dims, int64_t rank) {
 /// ATen's type promotion for the operands of one op: categories
 /// bool < integer < float; a 0-d or scalar operand only raises the category
 /// (to int64 or the default float32), never the width within one.
+Type Importer::opmath(Type t) {
+  return t.isF16() || t.isBF16() ? Type(b.getF32Type()) : t;
+}
+
 Type Importer::computeTypeOf(ArrayRef<const ArgValue *> args) {
   auto rankOf = [](Type t) { return t.isInteger(1) ? 0 : isa<FloatType>(t) ? 2 : 1; };
   Type best;
@@ -330,7 +334,7 @@ bool Importer::importRowOp(const SegmentNode &node, const ops::OpInfo &info) {
   case Lowering::Moments: {
     if (!isa<FloatType>(xt.getElementType()))
       return false;
-    auto [rows, count] = toRows(x, dimList(1));
+    auto [rows, count] = toRows(castTo(x, opmath(xt.getElementType())), dimList(1));
     double correction = 1;
     if (node.args.size() > 2 && node.args[2].kind == ArgValue::Int)
       correction = node.args[2].i;
@@ -349,7 +353,7 @@ bool Importer::importRowOp(const SegmentNode &node, const ops::OpInfo &info) {
     RankedTensorType out = typeOf(node.outputs[0]);
     if (!isa<FloatType>(out.getElementType()))
       return false;
-    auto [rows, count] = toRows(castTo(x, out.getElementType()), dimList(1));
+    auto [rows, count] = toRows(castTo(x, opmath(out.getElementType())), dimList(1));
     finish(b.create<tg::LogSumExpOp>(loc, rowStatsType(rows, count), rows,
                                      b.getI64IntegerAttr(count)),
            node.outputs[0]);
@@ -364,7 +368,7 @@ bool Importer::importRowOp(const SegmentNode &node, const ops::OpInfo &info) {
       p = node.args[1].d;
     else if (node.args.size() > 1 && node.args[1].kind == ArgValue::Int)
       p = node.args[1].i;
-    auto [rows, count] = toRows(castTo(x, out.getElementType()),
+    auto [rows, count] = toRows(castTo(x, opmath(out.getElementType())),
                                 variant == "all" ? std::vector<int64_t>{} : dimList(2));
     finish(b.create<tg::VectorNormOp>(loc, rowStatsType(rows, count), rows,
                                       b.getI64IntegerAttr(count), b.getF64FloatAttr(p)),
@@ -376,13 +380,13 @@ bool Importer::importRowOp(const SegmentNode &node, const ops::OpInfo &info) {
     RankedTensorType out = typeOf(node.outputs[0]);
     Type elt = out.getElementType();
     // Over another dim, the row space has `dim` moved last (a remap).
-    Value in = toRows(castTo(x, elt), {dim}).first;
+    Value in = toRows(castTo(x, opmath(elt)), {dim}).first;
     Value r = b.create<tg::SoftmaxOp>(loc, in.getType(), in, b.getBoolAttr(variant == "log_softmax"));
     if (dim == rank - 1) {
       finish(r, node.outputs[0]);
       return true;
     }
-    fromRows(r, {dim}, node.outputs[0]);
+    fromRows(castTo(r, elt), {dim}, node.outputs[0]);
     return true;
   }
   case Lowering::BatchNorm:
@@ -457,13 +461,16 @@ bool Importer::importRowOp(const SegmentNode &node, const ops::OpInfo &info) {
       return false;
     // One tg.layer_norm (tg-decompose computes it); weight and bias are
     // broadcast to the input, the statistics keep the normalized dims as 1s.
-    auto affine = [&](Value v) { return v ? bcast(castTo(v, xt.getElementType()), xt) : v; };
+    // Half types compute in float and round once, as ATen's kernel does.
+    auto ct = RankedTensorType::get(xt.getShape(), opmath(xt.getElementType()));
+    auto affine = [&](Value v) { return v ? bcast(castTo(v, ct.getElementType()), ct) : v; };
     SmallVector<int64_t> rowShape(xt.getShape());
     std::fill(rowShape.end() - count, rowShape.end(), 1);
-    auto rt = RankedTensorType::get(rowShape, xt.getElementType());
+    auto rt = RankedTensorType::get(rowShape, ct.getElementType());
     Value weight = affine(tensorArg(2));
     Value bias = affine(tensorArg(3));
-    auto ln = b.create<tg::LayerNormOp>(loc, TypeRange{xt, rt, rt}, x, weight, bias,
+    auto ln = b.create<tg::LayerNormOp>(loc, TypeRange{ct, rt, rt}, castTo(x, ct.getElementType()),
+                                        weight, bias,
                                         b.getI64IntegerAttr(count),
                                         b.getF64FloatAttr(node.args[4].d));
     finish(ln.getResult(), node.outputs[0]);

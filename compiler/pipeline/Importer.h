@@ -98,6 +98,8 @@ private:
   Value drawSeed();
   /// split / split_with_sizes / unbind: one slice or select remap per part.
   bool importSplit(const SegmentNode &node, bool unbind);
+  /// The type ATen computes `t` in: float for the half types.
+  Type opmath(Type t);
   Type computeTypeOf(ArrayRef<const ArgValue *> args);
   Value reduce(Value x, StringRef kind, int64_t count);
   /// `x` with the dims `dims` (all when empty) moved last, in order, by a
@@ -151,6 +153,9 @@ public:
   /// Gives computed results that came out of import without a layout and
   /// that an ATen call reads the layout eager gave them (`tg.strides`).
   void keepEagerLayouts();
+  /// Makes every value computed before an in-place ATen call and read
+  /// after it a buffer before the call (through `aten::alias`).
+  void pinAcrossWrites(Block *body);
 };
 
 

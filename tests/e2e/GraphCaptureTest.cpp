@@ -220,6 +220,11 @@ TEST(Functionalization, AnInputReadBeforeItsWriteIsReadAsItWas) {
     x.select(0, 1).add_(1); // through a view: the write stays in place
     return before + x.sum(1);
   }, {torch::randn({4, 5}), torch::randn({4, 5})});
+  checkMutating([](torch::Tensor x, torch::Tensor) {
+    torch::Tensor s = x.sin(); // read before the write through a view,
+    x.select(2, 0).clamp_(1, 1);
+    return at::stack({s, x}, 0); // fused after it
+  }, {torch::randn({4, 5, 3}), torch::randn({1})});
 }
 
 TEST(Functionalization, WritesThroughViewsOfStridedResultsAndExpandedInputs) {

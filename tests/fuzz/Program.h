@@ -73,6 +73,13 @@ std::vector<at::Tensor> run(const Program &p, const std::vector<at::Tensor> &inp
 /// fresh copies of the program's inputs, laid out as generated.
 std::vector<at::Tensor> makeInputs(const Program &p);
 
+/// `p` run in float64 (floating inputs, constants and casts widened, the
+/// default dtype double): the outputs and the inputs after the run.
+struct Reference {
+  std::vector<at::Tensor> outputs, inputs;
+};
+Reference reference(const Program &p);
+
 /// Whether `p` runs eagerly without an error.
 bool valid(const Program &p);
 
@@ -115,8 +122,11 @@ struct Tolerance {
 Tolerance toleranceFor(at::ScalarType dt);
 
 /// "" when `got` matches `want` (dtype, sizes, values within the dtype's
-/// tolerance, NaN where eager has NaN), else what differs.
-std::string compare(const at::Tensor &got, const at::Tensor &want);
+/// tolerance, NaN where eager has NaN), else what differs. With `exact` (the
+/// float64 reference), a float value also passes when its error from it is
+/// within three times eager's.
+std::string compare(const at::Tensor &got, const at::Tensor &want,
+                    const at::Tensor &exact = at::Tensor());
 
 } // namespace tgc::fuzz
 

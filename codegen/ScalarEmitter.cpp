@@ -217,14 +217,9 @@ LogicalResult BodyPrinter::print(Operation *op, std::string &error) {
             "' in a kernel body";
     return failure();
   }
-  // A half-precision result is computed in float and rounded to its type,
-  // as eager rounds every op's result: a bf16 exp feeding an f32 multiply
-  // multiplies the rounded value.
-  Type result = op->getResult(0).getType();
-  if ((result.isF16() || result.isBF16()) && !isa<TruncFOp, arith::ConstantOp>(op))
-    expr = load(result, target, store(result, target, *expr));
   std::string v = "v" + std::to_string(next++);
-  out += fmt::format("      const {} {} = {};\n", computeType(result), v, *expr);
+  out += fmt::format("      const {} {} = {};\n",
+                     computeType(op->getResult(0).getType()), v, *expr);
   bind(op->getResult(0), v);
   return success();
 }

@@ -253,9 +253,10 @@ TEST(Functionalization, WritesThroughViewsOfStridedResultsAndExpandedInputs) {
   expectClose(b, a);
 }
 
-TEST(Numerics, HalfPrecisionResultsAreRoundedLikeEager) {
-  // Eager rounds every bf16 result; a fused kernel computing in float must
-  // too, or a bf16 value feeding a float op differs (found by the fuzz test).
+TEST(Numerics, HalfPrecisionIntermediatesAreAtLeastAsAccurateAsEager) {
+  // Fused kernels keep a bf16/f16 intermediate in float where eager rounds
+  // it (as Inductor does by default): results may differ from eager by that
+  // rounding, never by more than eager's own error from a float64 run.
   torch::NoGradGuard noGrad;
   auto f = [](torch::Tensor h, torch::Tensor x) { return h.exp() * x + h.log1p().abs(); };
   auto compiled = tgc::compile(f);
@@ -263,9 +264,12 @@ TEST(Numerics, HalfPrecisionResultsAreRoundedLikeEager) {
   for (auto half : {torch::kBFloat16, torch::kHalf}) {
     torch::Tensor h = (torch::rand({}) + 0.3).to(half), x = torch::randn({5, 2});
     torch::Tensor want = f(h, x), got = compiled(h, x);
+    torch::Tensor exact = f(h.to(torch::kDouble), x.to(torch::kDouble));
     ASSERT_EQ(got.scalar_type(), torch::kFloat);
-    EXPECT_TRUE(torch::allclose(got, want, 1e-6, 1e-6))
-        << "max error " << (got - want).abs().max().item<double>();
+    double tgcError = (got.to(torch::kDouble) - exact).abs().max().item<double>();
+    double eagerError = (want.to(torch::kDouble) - exact).abs().max().item<double>();
+    EXPECT_LE(tgcError, eagerError + 1e-6);
+    EXPECT_TRUE(torch::allclose(got, want, 2e-2, 2e-2));
   }
   expectCompiled(2, 2);
 }

@@ -27,6 +27,18 @@ TEST(WalkingSkeleton, MatchesEagerOnSeveralShapes) {
   EXPECT_EQ(s.eager_fallbacks, 0);
 }
 
+TEST(WalkingSkeleton, ProductsAreRoundedLikeEagerNotContracted) {
+  // a * b is -1 up to rounding, so a * b + 1 is that rounding error: eager
+  // rounds the product first, and a kernel contracting into an FMA would
+  // return the exact residual instead (the flake this test pins down).
+  auto f = tgc::compile([](torch::Tensor a, torch::Tensor b) { return a * b + 1; });
+  torch::Tensor a = torch::rand({4096}) + 0.5, b = -1 / a;
+  torch::Tensor want = a * b + 1, got = f(a, b);
+  EXPECT_TRUE(torch::equal(got, want))
+      << (got != want).sum().item<int64_t>() << " of 4096 differ";
+  EXPECT_GT((want != 0).sum().item<int64_t>(), 0) << "the test needs rounding residuals";
+}
+
 TEST(WalkingSkeleton, ThreeOpChainIsOneKernel) {
   tgc::reset();
   auto f = tgc::compile(skeleton);

@@ -112,20 +112,6 @@ std::shared_ptr<CompiledGraph> CompiledGraph::loadWithLauncher(Plan plan, Kernel
 
 bool CompiledGraph::prepare(std::string &error) {
   const Plan &p = plan_;
-  read_.assign(p.values.size(), false);
-  auto markRead = [&](int id) {
-    if (id >= 0 && size_t(id) < read_.size())
-      read_[id] = true;
-  };
-  for (int id : p.outputs)
-    markRead(id);
-  for (const KernelStep &k : p.kernels)
-    for (int id : k.inputs)
-      markRead(id);
-  for (const ExternStep &e : p.externs)
-    for (const ArgValue &a : e.args)
-      for (int id : a.tensors)
-        markRead(id);
   for (const ExternStep &e : p.externs) {
     auto op = c10::Dispatcher::singleton().findSchema({e.op, e.overload});
     if (!op) {
@@ -287,7 +273,7 @@ void CompiledGraph::runExtern(size_t index,
       continue; // a result the op leaves undefined (backward ops' output_mask)
     at::Tensor t = results[i];
     const TensorSpec &s = plan_.values[e.outputs[i]];
-    if (!read_[e.outputs[i]]) {
+    if (!memory_.read[e.outputs[i]]) {
       // Nothing reads it (layer norm's statistics in inference): where ATen
       // and its Meta kernel disagree (empty inputs), it does not matter.
       values[e.outputs[i]] = std::move(t);

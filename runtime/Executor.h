@@ -94,8 +94,6 @@ private:
   KernelLauncher launcher_; ///< CUDA plans
   std::vector<c10::OperatorHandle> ops_;
   std::vector<bool> isView_; ///< the op returns an alias of an input (no work)
-  /// Per value id: whether a step reads it or the plan returns it.
-  std::vector<bool> read_;
   /// An arena for this run: the spare one on the CPU, else a new one.
   at::Tensor takeArena(const at::Device &device) const;
   /// Keeps `arena` as the spare when nothing else holds it.

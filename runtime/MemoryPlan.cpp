@@ -34,13 +34,19 @@ struct Liveness {
   std::vector<int> first;   ///< step that writes a kernel output, else -1
   std::vector<int> last;    ///< last step that reads or writes the value, else -1
   std::vector<bool> arena;  ///< kernel outputs no ATen call may alias
+  std::vector<bool> read;   ///< read by a step or returned
 };
 
 Liveness liveness(const Plan &plan, const std::vector<bool> &externMayAlias) {
   const size_t n = plan.values.size();
-  Liveness l{std::vector<int>(n, -1), std::vector<int>(n, -1), std::vector<bool>(n, false)};
+  Liveness l{std::vector<int>(n, -1), std::vector<int>(n, -1), std::vector<bool>(n, false),
+             std::vector<bool>(n, false)};
   for (size_t s = 0; s < plan.steps.size(); ++s) {
     auto use = [&](int v) { l.last[v] = std::max(l.last[v], (int)s); };
+    auto read = [&](int v) {
+      use(v);
+      l.read[v] = true;
+    };
     const Step &st = plan.steps[s];
     if (st.kind == Step::Kernel) {
       const KernelStep &k = plan.kernels[st.index];
@@ -50,14 +56,14 @@ Liveness liveness(const Plan &plan, const std::vector<bool> &externMayAlias) {
         use(v);
       }
       for (int v : k.inputs)
-        use(v);
+        read(v);
       continue;
     }
     const ExternStep &e = plan.externs[st.index];
     for (const ArgValue &a : e.args)
       for (int v : a.tensors)
         if (v >= 0) {
-          use(v);
+          read(v);
           if (externMayAlias[st.index])
             l.arena[v] = false; // an alias could outlive the slot
         }
@@ -67,8 +73,10 @@ Liveness liveness(const Plan &plan, const std::vector<bool> &externMayAlias) {
   }
   for (int v : plan.inputs)
     l.arena[v] = false;
-  for (int v : plan.outputs)
+  for (int v : plan.outputs) {
     l.arena[v] = false;
+    l.read[v] = true;
+  }
   return l;
 }
 
@@ -94,6 +102,7 @@ MemoryPlan planMemory(const Plan &plan, const std::vector<bool> &externMayAlias)
   mp.offset.assign(n, -1);
   Liveness l = liveness(plan, externMayAlias);
   mp.releaseAfter = releases(plan, l);
+  mp.read = l.read;
   const std::vector<int> &first = l.first, &last = l.last;
   const std::vector<bool> &eligible = l.arena;
 

@@ -30,6 +30,8 @@ struct MemoryPlan {
   /// Per step: the values it uses last (never inputs or outputs), which
   /// the executor releases once the step has run.
   std::vector<std::vector<int>> releaseAfter;
+  /// Per value: whether a step reads it or the plan returns it.
+  std::vector<bool> read;
 };
 
 /// Plans the arena. `externMayAlias[i]` says extern step i may return or

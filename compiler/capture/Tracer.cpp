@@ -630,7 +630,6 @@ void noteAliases(TraceContext &ctx, const c10::FunctionSchema &schema, const Seg
         ctx.noteInputAlias(id);
 }
 
-
 /// The value of `t` as capture knows it: a small real CPU tensor's own, a
 /// tracer's `known`; undefined when unknown.
 at::Tensor knownValue(const at::Tensor &t) {

@@ -128,13 +128,13 @@ static int64_t trailingCount(std::vector<int64_t> dims, int64_t rank) {
   return dims.size();
 }
 
-/// ATen's type promotion for the operands of one op: categories
-/// bool < integer < float; a 0-d or scalar operand only raises the category
-/// (to int64 or the default float32), never the width within one.
 Type Importer::opmath(Type t) {
   return t.isF16() || t.isBF16() ? Type(b.getF32Type()) : t;
 }
 
+/// ATen's type promotion for the operands of one op: categories
+/// bool < integer < float; a 0-d or scalar operand only raises the category
+/// (to int64 or the default float32), never the width within one.
 Type Importer::computeTypeOf(ArrayRef<const ArgValue *> args) {
   auto rankOf = [](Type t) { return t.isInteger(1) ? 0 : isa<FloatType>(t) ? 2 : 1; };
   Type best;
@@ -216,7 +216,7 @@ bool Importer::importBatchNormTraining(const SegmentNode &node) {
   if (rank < 2 || !isa<FloatType>(elt) || xt.getNumElements() == 0)
     return false;
   // Statistics per channel (dim 1): rows are channels. Half types in float.
-  Type ct = elt.isF16() || elt.isBF16() ? Type(b.getF32Type()) : elt;
+  Type ct = opmath(elt);
   std::vector<int64_t> dims;
   for (int64_t d = 0; d < rank; ++d)
     if (d != 1)
@@ -403,7 +403,7 @@ bool Importer::importRowOp(const SegmentNode &node, const ops::OpInfo &info) {
     Type elt = xt.getElementType();
     if (rank < 2 || !isa<FloatType>(elt))
       return false;
-    Type ct = elt.isF16() || elt.isBF16() ? Type(b.getF32Type()) : elt;
+    Type ct = opmath(elt);
     auto t = RankedTensorType::get(xt.getShape(), ct);
     // [C] -> [C, 1, ...] -> x's shape.
     SmallVector<int64_t> chShape(rank - 1, 1);

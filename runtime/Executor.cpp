@@ -151,8 +151,14 @@ void CompiledGraph::runKernel(const KernelStep &k,
                               const at::Device &device, const at::Tensor &arena) const {
   std::vector<void *> buffers;
   buffers.reserve(k.inputs.size() + k.outputs.size());
-  for (int v : k.inputs)
+  for (int v : k.inputs) {
+    // A kernel dereferences what it is given: a tensor on another device
+    // (an ATen call that made a CPU tensor in a CUDA graph) is an error
+    // here, not an illegal address on the GPU.
+    TORCH_CHECK(values[v].device() == device, "tgc: kernel ", k.name, " runs on ", device,
+                " but its input %", v, " is on ", values[v].device());
     buffers.push_back(values[v].data_ptr());
+  }
   for (int v : k.outputs) {
     const TensorSpec &s = plan_.values[v];
     auto options = at::TensorOptions().dtype(toScalarType(s.dtype)).device(device);

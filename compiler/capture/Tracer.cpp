@@ -385,18 +385,41 @@ TraceGuard::~TraceGuard() {
 
 namespace {
 
+/// An op without tensor arguments: its device argument alone places it.
+bool isFactory(const c10::FunctionSchema &schema) {
+  for (const c10::Argument &arg : schema.arguments()) {
+    c10::TypePtr t = arg.type();
+    if (auto opt = t->cast<c10::OptionalType>())
+      t = opt->getElementType();
+    if (auto list = t->cast<c10::ListType>())
+      t = list->getElementType();
+    if (auto opt = t->cast<c10::OptionalType>())
+      t = opt->getElementType();
+    if (t->kind() == c10::TypeKind::TensorType)
+      return false;
+  }
+  return true;
+}
+
 /// Records argument `v` and replaces it on the stack with its Meta stand-in.
 ArgValue recordArg(TraceContext &ctx, c10::IValue &v, const c10::Argument &arg,
-                   const std::string &op) {
+                   const std::string &op, bool factory) {
   ArgValue a;
   auto optional = arg.type()->cast<c10::OptionalType>();
   if (v.isNone() && optional &&
       optional->getElementType()->kind() == c10::TypeKind::DeviceObjType) {
-    // A factory without a device makes CPU tensors; compute it on Meta.
+    // An op with tensor arguments (_to_copy, zeros_like) keeps their device:
+    // None stays None. A factory without a device makes CPU tensors: on a
+    // CPU graph it is recorded with the graph's device, so a graph moved to
+    // another device (Segment::on) makes them there, like every other value.
+    if (!factory)
+      return a; // None
     if (ctx.device() != "cpu" || ctx.tracerDevice() != "cpu")
       throw GraphBreak(op, "creates a CPU tensor inside a graph on " + ctx.device());
     v = c10::Device(at::kMeta);
-    return a; // None
+    a.kind = ArgValue::Device;
+    a.s = ctx.device();
+    return a;
   }
   auto tensorRef = [&](const at::Tensor &t) -> int {
     if (!t.defined())
@@ -566,9 +589,20 @@ void runByExample(const c10::OperatorHandle &op, torch::jit::Stack &stack,
       t.unsafeGetTensorImpl()->set_wrapped_number(true);
     return t;
   };
-  for (size_t i = stack.size() - n; i < stack.size(); ++i) {
+  // Statistics a CUDA graph holds in float (ops::statsArgsOf) take the CPU
+  // kernel's dtype, the data argument's, in the example.
+  const size_t first = stack.size() - n;
+  const uint16_t stats = ops::statsArgsOf(op.schema().name(), op.schema().overload_name());
+  std::optional<at::ScalarType> statsType;
+  if (stats && n > 1 && stack[first + 1].isTensor())
+    statsType = stack[first + 1].toTensor().scalar_type();
+  for (size_t i = first; i < stack.size(); ++i) {
     if (stack[i].isDevice())
       stack[i] = c10::Device(at::kCPU);
+    else if (statsType && i - first < 16 && (stats >> (i - first) & 1) && stack[i].isTensor() &&
+             stack[i].toTensor().defined())
+      stack[i] = toExample(metaLike(stack[i].toTensor().sizes(), stack[i].toTensor().strides(),
+                                    *statsType));
     else
       mapTensors(stack[i], toExample);
   }
@@ -764,8 +798,9 @@ void traceOp(TraceContext &ctx, const c10::OperatorHandle &op,
   node.op = schema.name();
   node.overload = schema.overload_name();
   node.mutates = schema.is_mutable();
+  const bool factory = isFactory(schema);
   for (size_t i = base, k = 0; i < stack->size(); ++i, ++k)
-    node.args.push_back(recordArg(ctx, (*stack)[i], schema.arguments()[k], name));
+    node.args.push_back(recordArg(ctx, (*stack)[i], schema.arguments()[k], name, factory));
 
   try {
     OutsideTrace outside;
@@ -830,6 +865,19 @@ void traceOp(TraceContext &ctx, const c10::OperatorHandle &op,
     if (!(*stack)[i].isTensor() && !(*stack)[i].isTensorList())
       throw GraphBreak(name, "returns a " + (*stack)[i].tagKind() +
                                  ", a value the host must read");
+  // Shapes inferred on the CPU carry its dtypes; where ATen's CUDA kernel
+  // returns float statistics for half inputs, a CUDA graph gets those.
+  if (uint8_t floats = ops::floatOnCudaOf(node.op, node.overload);
+      floats && c10::Device(ctx.device()).is_cuda() && !originals.empty() &&
+      originals[0].isTensor()) {
+    at::ScalarType in = originals[0].toTensor().scalar_type();
+    for (size_t j = 0, i = base; i < stack->size() && j < 8; ++j, ++i)
+      if ((floats >> j & 1) && (in == at::kHalf || in == at::kBFloat16) &&
+          (*stack)[i].isTensor() && (*stack)[i].toTensor().defined()) {
+        const at::Tensor &r = (*stack)[i].toTensor();
+        (*stack)[i] = metaLike(r.sizes(), r.strides(), at::kFloat);
+      }
+  }
   for (size_t j = 0, i = base; i < stack->size(); ++j, ++i) {
     c10::IValue &r = (*stack)[i];
     if (r.isTensor() && !r.toTensor().defined()) {

@@ -210,9 +210,13 @@ const std::vector<OpInfo> &table() {
       row("aten::norm.Scalar", L::VectorNorm, "all").floats(),
       row("aten::_softmax", L::Softmax, "softmax"),
       row("aten::_log_softmax", L::Softmax, "log_softmax"),
-      row("aten::native_layer_norm", L::LayerNorm).note("weight and bias optional"),
-      row("aten::native_batch_norm", L::BatchNorm, "eval"),
-      row("aten::_native_batch_norm_legit", L::BatchNorm).note("eval form: ATen call"),
+      fact("aten::native_layer_norm_backward").takesStats(0b11000),
+      fact("aten::native_batch_norm_backward").takesStats(0b1100000),
+      row("aten::native_layer_norm", L::LayerNorm).statsFloatOnCuda(0b110)
+          .note("weight and bias optional"),
+      row("aten::native_batch_norm", L::BatchNorm, "eval").statsFloatOnCuda(0b110),
+      row("aten::_native_batch_norm_legit", L::BatchNorm).statsFloatOnCuda(0b110)
+          .note("eval form: ATen call"),
       row("aten::_native_batch_norm_legit_no_training", L::BatchNormInference),
       row("aten::native_dropout", L::Dropout).note("training; the seed is drawn per call"),
       // --- Indexing ----------------------------------------------------------
@@ -308,6 +312,13 @@ HostUse hostUseOf(const std::string &op, const std::string &overload) {
 }
 Alias aliasOf(const std::string &op, const std::string &overload) {
   return factOf(op, overload, &OpInfo::alias, Alias::None);
+}
+
+uint8_t floatOnCudaOf(const std::string &op, const std::string &overload) {
+  return factOf(op, overload, &OpInfo::floatOnCuda, uint8_t(0));
+}
+uint16_t statsArgsOf(const std::string &op, const std::string &overload) {
+  return factOf(op, overload, &OpInfo::statsArgs, uint16_t(0));
 }
 
 namespace {

@@ -144,6 +144,14 @@ struct OpInfo {
   HostUse host = HostUse::None;
   Dtypes dtypes = Dtypes::Any;
   Alias alias = Alias::None;
+  /// Results (bit k: result k) whose dtype depends on the device for half
+  /// inputs: ATen's CUDA kernel gives float (its accumulate type), its CPU
+  /// kernel the input's dtype (native_layer_norm's mean and rstd).
+  uint8_t floatOnCuda = 0;
+  /// Arguments (bit k: argument k) holding such statistics in a backward
+  /// op; the data argument whose dtype they follow on the CPU is argument 1
+  /// (native_layer_norm_backward's mean and rstd).
+  uint16_t statsArgs = 0;
   const char *notes = "";
 
   constexpr OpInfo cheap() const { OpInfo r = *this; r.recompute = Recompute::Cheap; return r; }
@@ -151,6 +159,10 @@ struct OpInfo {
   constexpr OpInfo view() const { OpInfo r = *this; r.alias = Alias::View; return r; }
   constexpr OpInfo part() const { OpInfo r = *this; r.alias = Alias::Part; return r; }
   constexpr OpInfo note(const char *n) const { OpInfo r = *this; r.notes = n; return r; }
+  constexpr OpInfo statsFloatOnCuda(uint8_t results) const {
+    OpInfo r = *this; r.floatOnCuda = results; return r;
+  }
+  constexpr OpInfo takesStats(uint16_t args) const { OpInfo r = *this; r.statsArgs = args; return r; }
 };
 
 /// Every row, in the order docs/ops.md lists them.
@@ -173,6 +185,11 @@ Lowering opClassOf(const std::string &op, const std::string &overload);
 Recompute recomputeOf(const std::string &op, const std::string &overload);
 HostUse hostUseOf(const std::string &op, const std::string &overload);
 Alias aliasOf(const std::string &op, const std::string &overload);
+/// Bit k set: result k of a half-precision call is float on CUDA and the
+/// input's dtype on the CPU (OpInfo::floatOnCuda).
+uint8_t floatOnCudaOf(const std::string &op, const std::string &overload);
+/// Bit k set: argument k is such a statistic (OpInfo::statsArgs).
+uint16_t statsArgsOf(const std::string &op, const std::string &overload);
 
 const char *loweringName(Lowering l);   ///< "Pointwise"
 const char *loweringColumn(Lowering l); ///< "tg pointwise"

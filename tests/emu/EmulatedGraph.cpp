@@ -2,6 +2,7 @@
 #include "tests/emu/EmulatedGraph.h"
 
 #include "compiler/capture/Tracer.h"
+#include "compiler/ops/OpRegistry.h"
 #include "compiler/pipeline/Pipeline.h"
 #include "compiler/training/JointGraph.h"
 #include "compiler/training/Partition.h"
@@ -113,12 +114,55 @@ bool EmulatedCudaBackend::build(const Plan &plan, const std::vector<std::string>
   return true;
 }
 
+namespace {
+
+/// A CUDA plan's backward ops take statistics in float where CPU ATen wants
+/// the data's half type (ops::statsArgsOf): the emulator's CPU calls get a
+/// rounded copy, made by an ATen call inserted before each.
+void adaptStatisticsForCpu(Plan &plan) {
+  std::vector<Step> steps;
+  for (const Step &st : plan.steps) {
+    if (st.kind == Step::Extern) {
+      const ExternStep &e = plan.externs[st.index];
+      uint16_t stats = ops::statsArgsOf(e.op, e.overload);
+      if (stats && e.args.size() > 1 && e.args[1].kind == ArgValue::Tensor) {
+        DType data = plan.values[e.args[1].tensors[0]].dtype;
+        for (size_t k = 0; k < plan.externs[st.index].args.size() && k < 16; ++k) {
+          // A copy: the push_back below may move the externs.
+          ArgValue a = plan.externs[st.index].args[k];
+          if (!(stats >> k & 1) || a.kind != ArgValue::Tensor ||
+              plan.values[a.tensors[0]].dtype == data)
+            continue;
+          TensorSpec spec = plan.values[a.tensors[0]];
+          spec.dtype = data;
+          int copy = (int)plan.values.size();
+          plan.values.push_back(spec);
+          ArgValue dtype, none, no;
+          dtype.kind = ArgValue::Int;
+          dtype.i = (int64_t)toScalarType(data);
+          no.kind = ArgValue::Bool;
+          no.b = false;
+          plan.externs.push_back({"aten::_to_copy", "", {a, dtype, none, none, none, no, none},
+                                  {copy}});
+          steps.push_back({Step::Extern, (int)plan.externs.size() - 1});
+          plan.externs[st.index].args[k].tensors = {copy};
+        }
+      }
+    }
+    steps.push_back(st);
+  }
+  plan.steps = std::move(steps);
+}
+
+} // namespace
+
 std::shared_ptr<CompiledGraph> EmulatedCudaBackend::load(Plan plan, const KernelImages &,
                                                          std::string &error) const {
   // Extern steps run on CPU ATen here: factories (dropout's seed, say) that
   // name the plan's CUDA device make CPU tensors instead.
   for (ExternStep &e : plan.externs)
     retargetDeviceArgs(e.args, "cpu");
+  adaptStatisticsForCpu(plan);
   auto modules = std::make_shared<std::map<size_t, std::shared_ptr<Module>>>();
   auto lock = std::make_shared<std::mutex>(); // a backward runs on autograd's thread
   const std::vector<std::string> sources = plan.cudaSources;

@@ -12,6 +12,9 @@
 #include "tests/e2e/RandomTensors.h"
 #include "tests/e2e/ReductionCases.h"
 #include "tests/emu/EmulatedGraph.h"
+#include "compiler/capture/Tracer.h"
+#include "compiler/pipeline/Pipeline.h"
+#include "runtime/Executor.h"
 
 #include <c10/util/Exception.h>
 #include <map>
@@ -374,6 +377,40 @@ TEST(EmulatedModels, Gpt2BlockInBFloat16) {
   block->to(torch::kBFloat16);
   checkModel([&](const auto &in) { return std::vector<Tensor>{block->forward(in[0])}; },
              {torch::randn({2, 32, 128}).to(torch::kBFloat16)}, 6e-2);
+}
+
+// What a GPU run showed: a kernel handed a tensor of another device read a
+// host address on the GPU and poisoned the context for every later call.
+// The executor refuses it with a clear error instead (a Meta tensor in a
+// CPU plan stands for the wrong device here).
+TEST(EmulatedDevices, AKernelGivenATensorOfAnotherDeviceIsAnErrorNotAFault) {
+  Tensor x = torch::randn({4, 8});
+  TraceContext ctx("cpu");
+  {
+    TraceGuard guard(ctx);
+    auto in = ctx.makeInputs({x});
+    ctx.finish({(in[0] * torch::linspace(0.5, 1.5, 8)).exp()});
+  }
+  PipelineResult r = runPipeline(ctx.segment());
+  ASSERT_TRUE(r.ok) << r.error;
+  ASSERT_FALSE(r.plan.kernels.empty());
+  bool moved = false;
+  for (ExternStep &e : r.plan.externs)
+    for (ArgValue &a : e.args)
+      if (e.op == "aten::linspace" && a.kind == ArgValue::Device) {
+        a.s = "meta";
+        moved = true;
+      }
+  ASSERT_TRUE(moved) << r.plan.str();
+  std::string error;
+  auto graph = CompiledGraph::load(r.plan, error);
+  ASSERT_TRUE(graph) << error;
+  try {
+    graph->run({x});
+    FAIL() << "a Meta tensor reached a CPU kernel";
+  } catch (const c10::Error &e) {
+    EXPECT_NE(std::string(e.what()).find("is on meta"), std::string::npos) << e.what();
+  }
 }
 
 } // namespace

@@ -137,6 +137,19 @@ TEST(EmulatedTraining, BFloat16MlpGradientsMatchEager) {
   checkTraining(eager, mine, torch::randn({16, 256}).to(torch::kBFloat16), 2e-2, 1, exact);
 }
 
+// The GPU benchmark's training transformer in bfloat16 (tgc-gpu-prepare's
+// train_transformer_layer, smaller): layer norm's statistics are float for
+// bfloat16 inputs, and the backward must take them as ATen gives them.
+TEST(EmulatedTraining, BFloat16Gpt2BlockGradientsMatchEager) {
+  torch::manual_seed(7);
+  tgc::models::Gpt2Block eager(64, 4), mine(64, 4), exact(64, 4);
+  eager->to(torch::kBFloat16);
+  tgc::models::copyState(*exact, *eager);
+  exact->to(torch::kDouble);
+  mine->to(torch::kBFloat16);
+  checkTraining(eager, mine, torch::randn({2, 16, 64}).to(torch::kBFloat16), 3e-2, 1, exact);
+}
+
 // What tgc-gpu-prepare writes for the GPU training benchmark: both halves
 // and their wiring survive the file, and run (emulated) to eager's
 // gradients, the way tgc-bench-gpu runs them on a GPU.

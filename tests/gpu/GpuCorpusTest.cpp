@@ -58,9 +58,13 @@ TEST_P(GpuCorpus, MatchesTheReference) {
   auto graph = loadOnDevice(c, error);
   ASSERT_TRUE(graph) << error;
   std::vector<at::Tensor> out = graph->run(inputs);
-  ASSERT_FALSE(out.empty());
-  EXPECT_TRUE(out[0].is_cuda());
-  expectMatches(out[0].cpu(), c.expected.at(0), c.tol);
+  ASSERT_FALSE(c.expected.empty());
+  ASSERT_GE(out.size(), c.expected.size());
+  for (size_t i = 0; i < c.expected.size(); ++i) {
+    SCOPED_TRACE("output " + std::to_string(i));
+    EXPECT_TRUE(out[i].is_cuda());
+    expectMatches(out[i].cpu(), c.expected[i], c.tol);
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Corpus, GpuCorpus, ::testing::ValuesIn(corpusFiles()),

@@ -11,6 +11,7 @@
 
 #include "compiler/Executable.h"
 #include "compiler/capture/Tracer.h"
+#include "compiler/freeze/Freeze.h"
 
 #include <ATen/core/grad_mode.h>
 #include <c10/util/Exception.h>
@@ -260,7 +261,29 @@ detail::Engine::Impl::capture(const std::vector<at::Tensor> &inputs,
   entry.exe.lift(ctx->lifted());
   std::vector<at::Tensor> all = inputs;
   all.insert(all.end(), entry.exe.lifted.begin(), entry.exe.lifted.end());
-  if (!compileSegment(ctx->segment(), all, config, entry.exe, entry.reason)) {
+  const Segment *seg = &ctx->segment();
+  Frozen frozen;
+  if (options.freeze && !needsTraining(all)) {
+    std::string why;
+    if (freezeSegment(*seg, inputs.size(), entry.exe.lifted, frozen, why)) {
+      counters().frozenGraphs++;
+      counters().foldedOps += frozen.foldedOps + frozen.foldedBatchNorms;
+      counters().onednnConvolutions += frozen.fusedConvolutions;
+      entry.exe.lift(frozen.kept);
+      entry.exe.constants = frozen.constants;
+      entry.exe.frozenSources = frozen.sources;
+      entry.exe.frozenVersions = frozen.versions;
+      for (const at::Tensor &t : frozen.sources)
+        entry.exe.frozenData.push_back(t.data_ptr());
+      seg = &frozen.segment;
+      all = inputs;
+      all.insert(all.end(), frozen.kept.begin(), frozen.kept.end());
+      all.insert(all.end(), frozen.constants.begin(), frozen.constants.end());
+    } else {
+      log("freeze", "not frozen: " + why);
+    }
+  }
+  if (!compileSegment(*seg, all, config, entry.exe, entry.reason)) {
     TORCH_CHECK(!options.fullgraph, "tgc::compile(fullgraph=true): ", entry.reason);
     return fallBack("running eagerly: " + entry.reason, [&] { return body(inputs); });
   }
@@ -277,6 +300,16 @@ std::shared_ptr<Entry> detail::Engine::Impl::lookup(const std::string &key,
     if (it->second->exe)
       counters().cacheHitsMemory++;
     return it->second;
+  }
+  // Frozen weights updated in place (an optimizer step): freeze them again.
+  // The graph itself is the same (served from memory), so this is not a
+  // recompile and does not count against recompile_limit.
+  const bool refreeze = it != entries.end() && it->second->exe.weightsChanged();
+  if (refreeze) {
+    log("recompiles", "frozen weights changed in place; freezing them again");
+    auto entry = std::make_shared<Entry>();
+    fresh = true;
+    return entry;
   }
   checkBackend(options, inputs);
   auto entry = std::make_shared<Entry>();
@@ -310,7 +343,9 @@ detail::Engine::Impl::captureFresh(const std::string &key, const std::vector<at:
   try {
     std::vector<at::Tensor> out = capture(inputs, body, *entry);
     std::lock_guard<std::mutex> lock(mutex);
-    entries.emplace(key, entry);
+    auto [it, added] = entries.emplace(key, entry);
+    if (!added && it->second->exe.stale())
+      it->second = entry; // replaces a specialization whose weights changed
     return out;
   } catch (const GraphBreak &b) {
     TORCH_CHECK(!options.fullgraph, "tgc::compile(fullgraph=true): graph break at ", b.op, ": ",

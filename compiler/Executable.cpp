@@ -122,15 +122,6 @@ SegmentCache &segmentCache() {
   return cache;
 }
 
-/// Whether a graph on `inputs` must be differentiable.
-bool needsTraining(const std::vector<at::Tensor> &inputs) {
-  if (!at::GradMode::is_enabled())
-    return false;
-  for (const at::Tensor &t : inputs)
-    if (t.defined() && t.requires_grad())
-      return true;
-  return false;
-}
 
 /// Training graphs by config, segment and requires_grad pattern: a joint
 /// graph from autograd, partitioned by the min-cut, both halves compiled
@@ -208,6 +199,15 @@ bool guardsHold(std::vector<at::Tensor> &outputs, size_t guards) {
 
 } // namespace
 
+bool needsTraining(const std::vector<at::Tensor> &inputs) {
+  if (!at::GradMode::is_enabled())
+    return false;
+  for (const at::Tensor &t : inputs)
+    if (t.defined() && t.requires_grad())
+      return true;
+  return false;
+}
+
 std::string currentExceptionText() {
   try {
     throw;
@@ -274,6 +274,7 @@ const CompileConfig &defaultConfig() {
 std::optional<std::vector<at::Tensor>> Executable::run(const std::vector<at::Tensor> &inputs) const {
   std::vector<at::Tensor> all = inputs;
   all.insert(all.end(), lifted.begin(), lifted.end());
+  all.insert(all.end(), constants.begin(), constants.end());
   std::vector<at::Tensor> outs = training ? applyTraining(training, all) : graph->run(all);
   if (!guardsHold(outs, guards))
     return std::nullopt;
@@ -285,11 +286,22 @@ bool Executable::stale() const {
     if (!fitsSpec(lifted[i], liftedSpecs[i], liftedDevices[i]) ||
         lifted[i].requires_grad() != liftedGrad[i])
       return true;
+  return weightsChanged();
+}
+
+bool Executable::weightsChanged() const {
+  for (size_t i = 0; i < frozenSources.size(); ++i)
+    if (frozenSources[i]._version() != frozenVersions[i] ||
+        frozenSources[i].data_ptr() != frozenData[i])
+      return true;
   return false;
 }
 
 void Executable::lift(std::vector<at::Tensor> tensors) {
   lifted = std::move(tensors);
+  liftedSpecs.clear();
+  liftedDevices.clear();
+  liftedGrad.clear();
   for (const at::Tensor &t : lifted) {
     liftedSpecs.push_back(specOf(t));
     liftedDevices.push_back(t.device().type());

@@ -75,17 +75,31 @@ struct Executable {
   std::vector<TensorSpec> liftedSpecs; ///< their layout when captured
   std::vector<c10::DeviceType> liftedDevices;
   std::vector<bool> liftedGrad;        ///< their requires_grad when captured
+  /// Frozen graphs (compiler/freeze/Freeze.h): constants passed after the
+  /// lifted tensors, and the tensors they were computed from with their
+  /// version counters then (an in-place update makes this stale).
+  std::vector<at::Tensor> constants;
+  std::vector<at::Tensor> frozenSources;
+  std::vector<uint32_t> frozenVersions;
+  std::vector<const void *> frozenData; ///< their data pointers then (set_data swaps them)
   size_t guards = 0;
 
   explicit operator bool() const { return graph || training; }
   /// The program's outputs on `inputs`, or nullopt when a guard failed.
   std::optional<std::vector<at::Tensor>> run(const std::vector<at::Tensor> &inputs) const;
   /// Whether a lifted tensor was resized, re-strided or (un)frozen since
-  /// capture: then this specialization must be captured again.
+  /// capture, or a frozen weight was written in place: then this
+  /// specialization must be captured (and frozen) again.
   bool stale() const;
+  /// Whether a frozen weight changed since it was frozen (part of stale()).
+  bool weightsChanged() const;
   /// Lifts `tensors` as extra inputs, remembering their layout.
   void lift(std::vector<at::Tensor> tensors);
 };
+
+/// Whether a graph on `inputs` must be differentiable (grad mode, and an
+/// input requires grad).
+bool needsTraining(const std::vector<at::Tensor> &inputs);
 
 /// Compiles `seg` for `inputs` (lifted tensors included) into `exe`: a
 /// training pair when they need grad, else the inference graph (a segment

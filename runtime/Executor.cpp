@@ -214,14 +214,33 @@ c10::IValue argToIValue(const ArgValue &a, const c10::Argument &schemaArg,
   case ArgValue::Int: return a.i;
   case ArgValue::Double: return a.d;
   case ArgValue::String: return a.s;
-  case ArgValue::IntList: return a.ints;
+  case ArgValue::IntList:
+  case ArgValue::DoubleList: {
+    // A list of another element type (oneDNN's `Scalar?[] scalars`): a
+    // list of that type, whose elements are the numbers.
+    auto list = schemaArg.type()->cast<c10::ListType>();
+    c10::TypeKind element = list ? list->getElementType()->kind() : c10::TypeKind::AnyType;
+    if (list && element != c10::TypeKind::IntType && element != c10::TypeKind::FloatType &&
+        element != c10::TypeKind::BoolType && element != c10::TypeKind::SymIntType) {
+      c10::impl::GenericList out(list->getElementType());
+      if (a.kind == ArgValue::IntList)
+        for (int64_t v : a.ints)
+          out.push_back(c10::IValue(v));
+      else
+        for (double v : a.doubles)
+          out.push_back(c10::IValue(v));
+      return out;
+    }
+    if (a.kind == ArgValue::IntList)
+      return a.ints;
+    return a.doubles;
+  }
   case ArgValue::BoolList: {
     c10::List<bool> bools;
     for (int64_t v : a.ints)
       bools.push_back(v != 0);
     return bools;
   }
-  case ArgValue::DoubleList: return a.doubles;
   case ArgValue::Device: return c10::Device(a.s);
   case ArgValue::Tensor: return values[a.tensors[0]];
   case ArgValue::ScalarTensor: {

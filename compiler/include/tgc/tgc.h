@@ -56,6 +56,16 @@ struct Options {
   /// environment is left untouched.
   std::string cache_dir;
   Backend backend = Backend::Auto;
+  /// Freezing of inference graphs (like Inductor's `freezing`): when no
+  /// gradient is needed (grad mode off, or no input or weight requires
+  /// grad), the weights a callable reads are constants of its graph:
+  /// ops on weights alone run once at compile time, eval-mode batch norms
+  /// fold into the convolution before them, and 2-d convolutions become
+  /// oneDNN calls with prepacked weights and their activation fused. An
+  /// in-place update of a weight (optimizer step, load_state_dict) is seen
+  /// by its version counter and the next call freezes again. false keeps
+  /// weights as plain graph inputs.
+  bool freeze = true;
 };
 
 /// Process-wide counters since start (or the last reset()): one int64_t

@@ -1,0 +1,553 @@
+//===- Freeze.cpp - weights as constants of an inference graph ------------===//
+#include "compiler/freeze/Freeze.h"
+
+#include "compiler/ops/OpRegistry.h"
+#include "runtime/Executor.h"
+#include "runtime/Log.h"
+
+#include <ATen/Context.h>
+#include <ATen/core/dispatch/Dispatcher.h>
+#include <ATen/core/grad_mode.h>
+#include <ATen/TensorOperators.h>
+#include <ATen/ops/empty_strided.h>
+#include <ATen/ops/rsqrt.h>
+#include <ATen/ops/zeros_like.h>
+
+#include <optional>
+#include <set>
+#include <unordered_set>
+
+namespace tgc {
+
+namespace {
+
+std::vector<int64_t> contiguousStridesOf(const std::vector<int64_t> &sizes) {
+  std::vector<int64_t> s(sizes.size(), 1);
+  for (int i = (int)sizes.size() - 2; i >= 0; --i)
+    s[i] = s[i + 1] * std::max<int64_t>(sizes[i + 1], 1);
+  return s;
+}
+
+/// NHWC strides of an NCHW-shaped 4-d tensor.
+std::vector<int64_t> channelsLastStrides(const std::vector<int64_t> &sizes) {
+  const int64_t c = std::max<int64_t>(sizes[1], 1), h = std::max<int64_t>(sizes[2], 1),
+                w = std::max<int64_t>(sizes[3], 1);
+  return {h * w * c, 1, w * c, c};
+}
+
+TensorSpec specOf(const at::Tensor &t) {
+  TensorSpec s;
+  s.sizes = t.sizes().vec();
+  // oneDNN's blocked tensors have no strides: only ATen calls read them.
+  s.strides = t.layout() == at::kStrided ? t.strides().vec() : contiguousStridesOf(s.sizes);
+  fromScalarType(t.scalar_type(), s.dtype);
+  return s;
+}
+
+bool isRandom(const std::string &op) {
+  for (const char *word : {"rand", "bernoulli", "dropout", "normal", "uniform", "multinomial",
+                           "poisson", "exponential", "cauchy", "geometric"})
+    if (op.find(word) != std::string::npos)
+      return true;
+  return false;
+}
+
+std::optional<c10::OperatorHandle> findOp(const std::string &op, const std::string &overload) {
+  return c10::Dispatcher::singleton().findSchema({op, overload});
+}
+
+/// Tensor value ids `n` reads (None entries of optional lists left out).
+std::vector<int> tensorArgs(const SegmentNode &n) {
+  std::vector<int> ids;
+  for (const ArgValue &a : n.args)
+    if (a.kind == ArgValue::Tensor || a.kind == ArgValue::TensorList)
+      for (int t : a.tensors)
+        if (t >= 0)
+          ids.push_back(t);
+  return ids;
+}
+
+ArgValue tensorArg(int id) {
+  ArgValue a;
+  a.kind = ArgValue::Tensor;
+  a.tensors = {id};
+  return a;
+}
+
+ArgValue intsArg(std::vector<int64_t> v) {
+  ArgValue a;
+  a.kind = ArgValue::IntList;
+  a.ints = std::move(v);
+  return a;
+}
+
+ArgValue stringArg(std::string s) {
+  ArgValue a;
+  a.kind = ArgValue::String;
+  a.s = std::move(s);
+  return a;
+}
+
+class Freezer {
+public:
+  Freezer(const Segment &seg, size_t userInputs, const std::vector<at::Tensor> &lifted)
+      : seg_(seg), userInputs_(userInputs), lifted_(lifted), known_(seg.values.size()),
+        roots_(seg.values.size()) {}
+
+  bool run(Frozen &out, std::string &why) {
+    // Without grad mode no gradient is taken: weights that require grad are
+    // constants of this (no-grad) specialization too.
+    const bool grad = at::GradMode::is_enabled();
+    for (size_t i = 0; i < lifted_.size(); ++i)
+      if ((!grad || !lifted_[i].requires_grad()) && lifted_[i].layout() == at::kStrided) {
+        known_[seg_.inputs[userInputs_ + i]] = lifted_[i];
+        roots_[seg_.inputs[userInputs_ + i]] = {i};
+        source_.push_back(i);
+      }
+    if (source_.empty()) {
+      why = "no lifted tensor is a constant (they require grad)";
+      return false;
+    }
+    for (int o : seg_.outputs)
+      isOutput_.insert(o);
+    if (!fold(why))
+      return false;
+    countUses();
+    for (size_t i = 0; i < nodes_.size(); ++i)
+      if (isConvolution(nodes_[i]))
+        rewriteConvolution(i);
+    dropDeleted();
+    if (out_.foldedOps + out_.foldedBatchNorms + out_.fusedConvolutions == 0) {
+      why = "nothing to compute from the weights alone";
+      return false;
+    }
+    preferChannelsLast();
+    build(out);
+    return true;
+  }
+
+private:
+  /// Runs every node whose tensor arguments are all constants; the others
+  /// go to nodes_.
+  bool fold(std::string &why) {
+    std::unordered_set<int> tainted; // views of constants left in the graph
+    for (const SegmentNode &n : seg_.nodes) {
+      std::vector<int> args = tensorArgs(n);
+      bool allKnown = !args.empty(), anyConstant = false;
+      for (int t : args) {
+        allKnown = allKnown && known_[t].defined();
+        anyConstant = anyConstant || known_[t].defined() || tainted.count(t);
+      }
+      if (n.mutates) {
+        if (anyConstant) {
+          why = n.op + " writes a weight (or a view of one)";
+          return false;
+        }
+        nodes_.push_back(n);
+        continue;
+      }
+      if (allKnown && foldNode(n)) {
+        out_.foldedOps++;
+        continue;
+      }
+      if (anyConstant && ops::aliasOf(n.op, n.overload) != ops::Alias::None)
+        for (int o : n.outputs)
+          if (o >= 0)
+            tainted.insert(o);
+      nodes_.push_back(n);
+    }
+    return true;
+  }
+
+  bool foldNode(const SegmentNode &n) {
+    if (isRandom(n.op))
+      return false;
+    for (int o : n.outputs)
+      if (o >= 0 && isOutput_.count(o))
+        return false; // a fresh tensor per call, as eager returns
+    std::optional<c10::OperatorHandle> op = findOp(n.op, n.overload);
+    if (!op)
+      return false;
+    int64_t in = 0, made = 0;
+    for (int t : tensorArgs(n))
+      in += known_[t].numel();
+    for (int o : n.outputs)
+      if (o >= 0) {
+        int64_t numel = 1;
+        for (int64_t d : seg_.values[o].sizes)
+          numel *= d;
+        made += numel;
+      }
+    if (made > in + 64)
+      return false; // an expand or repeat: computing it per call is cheaper than keeping it
+    try {
+      const auto &schemaArgs = op->schema().arguments();
+      if (schemaArgs.size() != n.args.size())
+        return false;
+      std::vector<c10::IValue> stack;
+      for (size_t i = 0; i < n.args.size(); ++i)
+        stack.push_back(argToIValue(n.args[i], schemaArgs[i], known_));
+      op->callBoxed(&stack);
+      std::vector<at::Tensor> results;
+      for (const c10::IValue &v : stack) {
+        if (v.isTensorList())
+          for (const at::Tensor &t : v.toTensorVector())
+            results.push_back(t);
+        else if (v.isTensor())
+          results.push_back(v.toTensor());
+        else
+          return false;
+      }
+      if (results.size() != n.outputs.size())
+        return false;
+      for (size_t k = 0; k < results.size(); ++k) {
+        int o = n.outputs[k];
+        if (o < 0)
+          continue;
+        const TensorSpec &s = seg_.values[o];
+        if (results[k].sizes() != c10::IntArrayRef(s.sizes) ||
+            results[k].scalar_type() != toScalarType(s.dtype))
+          return false;
+      }
+      for (size_t k = 0; k < results.size(); ++k)
+        if (n.outputs[k] >= 0) {
+          // The graph was compiled for the recorded layout.
+          const TensorSpec &s = seg_.values[n.outputs[k]];
+          at::Tensor r = results[k];
+          if (r.numel() > 1 && r.strides() != c10::IntArrayRef(s.strides)) {
+            at::Tensor fixed = at::empty_strided(s.sizes, s.strides, r.options());
+            fixed.copy_(r);
+            r = fixed;
+          }
+          known_[n.outputs[k]] = r;
+          computed_.insert(n.outputs[k]);
+          for (int t : tensorArgs(n))
+            roots_[n.outputs[k]].insert(roots_[n.outputs[k]].end(), roots_[t].begin(),
+                                        roots_[t].end());
+        }
+      return true;
+    } catch (const std::exception &e) {
+      log("freeze", "not folded: " + n.op + ": " + e.what());
+      return false;
+    }
+  }
+
+  void countUses() {
+    uses_.assign(seg_.values.size(), 0);
+    for (const SegmentNode &n : nodes_)
+      for (int t : tensorArgs(n))
+        uses_[t]++;
+    for (int o : seg_.outputs)
+      uses_[o]++;
+  }
+
+  bool isKnownOrNone(const ArgValue &a) const {
+    return a.kind == ArgValue::None || (a.kind == ArgValue::Tensor && known_[a.tensors[0]].defined());
+  }
+
+  bool isConvolution(const SegmentNode &n) const {
+    const bool full = n.op == "aten::_convolution" && n.args.size() == 13;
+    const bool plain = n.op == "aten::convolution" && n.args.size() == 9;
+    if (!(full || plain) || seg_.device != "cpu" || n.outputs.size() != 1 || n.outputs[0] < 0)
+      return false;
+    const ArgValue &x = n.args[0], &w = n.args[1], &b = n.args[2];
+    if (x.kind != ArgValue::Tensor || w.kind != ArgValue::Tensor || !known_[w.tensors[0]].defined() ||
+        !isKnownOrNone(b) || known_[x.tensors[0]].defined())
+      return false;
+    const TensorSpec &xs = seg_.values[x.tensors[0]];
+    const at::Tensor &weight = known_[w.tensors[0]];
+    return xs.sizes.size() == 4 && xs.dtype == DType::Float32 && weight.dim() == 4 &&
+           weight.scalar_type() == at::kFloat && n.args[6].kind == ArgValue::Bool &&
+           !n.args[6].b /* transposed */ && n.args[8].kind == ArgValue::Int;
+  }
+
+  /// The single node reading `v` (as any argument), or -1.
+  int soleReader(int v) const {
+    if (v < 0 || uses_[v] != 1 || isOutput_.count(v))
+      return -1;
+    for (size_t i = 0; i < nodes_.size(); ++i)
+      if (!deleted_.count(i))
+        for (int t : tensorArgs(nodes_[i]))
+          if (t == v)
+            return (int)i;
+    return -1;
+  }
+
+  /// A constant computed from the constants `from`.
+  int addConstant(at::Tensor t, const std::vector<int> &from) {
+    int id = (int)seg_.values.size();
+    seg_.values.push_back(specOf(t));
+    known_.push_back(std::move(t));
+    uses_.push_back(0);
+    roots_.emplace_back();
+    for (int f : from)
+      if (f >= 0)
+        roots_[id].insert(roots_[id].end(), roots_[f].begin(), roots_[f].end());
+    computed_.insert(id);
+    return id;
+  }
+
+  void rewriteConvolution(size_t index) {
+    SegmentNode &conv = nodes_[index];
+    at::Tensor weight = known_[conv.args[1].tensors[0]];
+    std::optional<at::Tensor> bias;
+    if (conv.args[2].kind == ArgValue::Tensor)
+      bias = known_[conv.args[2].tensors[0]];
+    const std::vector<int64_t> stride = conv.args[3].ints, padding = conv.args[4].ints,
+                               dilation = conv.args[5].ints;
+    const int64_t groups = conv.args[8].i;
+    if (stride.size() != 2 || padding.size() != 2 || dilation.size() != 2)
+      return;
+    // The constants the new weight and bias are computed from.
+    std::vector<int> from = {conv.args[1].tensors[0],
+                             conv.args[2].kind == ArgValue::Tensor ? conv.args[2].tensors[0] : -1};
+    int y = conv.outputs[0];
+    // Batch norm in eval mode after it: fold into the weight and bias.
+    int r = soleReader(y);
+    if (r >= 0 && foldBatchNorm(nodes_[r], y, weight, bias)) {
+      for (int k = 1; k <= 4; ++k)
+        if (nodes_[r].args[k].kind == ArgValue::Tensor)
+          from.push_back(nodes_[r].args[k].tensors[0]);
+      conv.outputs[0] = nodes_[r].outputs[0];
+      deleted_.insert(r);
+      y = conv.outputs[0];
+      out_.foldedBatchNorms++;
+    }
+    std::optional<c10::OperatorHandle> fused = findOp("mkldnn::_convolution_pointwise", "");
+    std::optional<c10::OperatorHandle> reorder = findOp("mkldnn::_reorder_convolution_weight", "");
+    if (!fused || !reorder || !at::globalContext().userEnabledMkldnn()) {
+      setWeights(conv, weight, bias, from);
+      return;
+    }
+    // The activation after it, as oneDNN's post-op.
+    std::string attr = "none", algorithm;
+    r = soleReader(y);
+    if (r >= 0 && nodes_[r].args[0].kind == ArgValue::Tensor && nodes_[r].args[0].tensors[0] == y &&
+        nodes_[r].outputs.size() == 1) {
+      const SegmentNode &act = nodes_[r];
+      std::string op = act.op.substr(act.op.find("::") + 2);
+      if (!op.empty() && op.back() == '_')
+        op.pop_back();
+      if (op == "relu" || op == "sigmoid" || op == "tanh" || op == "hardswish" ||
+          op == "hardsigmoid")
+        attr = op;
+      else if (op == "silu")
+        attr = "swish";
+      else if (op == "gelu" && act.args.size() == 2 && act.args[1].kind == ArgValue::String) {
+        attr = "gelu";
+        algorithm = act.args[1].s;
+      }
+      if (attr != "none") {
+        conv.outputs[0] = act.outputs[0];
+        deleted_.insert(r);
+        out_.fusedActivations++;
+      }
+    }
+    at::Tensor packed;
+    try {
+      const TensorSpec &xs = seg_.values[conv.args[0].tensors[0]];
+      std::vector<c10::IValue> stack{weight, padding, stride, dilation, groups, xs.sizes};
+      reorder->callBoxed(&stack);
+      packed = stack.at(0).toTensor();
+    } catch (const std::exception &e) {
+      log("freeze", std::string("oneDNN does not take this convolution's weight: ") + e.what());
+      setWeights(conv, weight, bias, from);
+      return;
+    }
+    SegmentNode call;
+    call.op = "mkldnn::_convolution_pointwise";
+    call.args = {conv.args[0], tensorArg(addConstant(packed, from)),
+                 bias ? tensorArg(addConstant(*bias, from)) : ArgValue(),
+                 intsArg(padding), intsArg(stride), intsArg(dilation), conv.args[8],
+                 stringArg(attr), intsArg({}),
+                 algorithm.empty() ? ArgValue() : stringArg(algorithm)};
+    call.outputs = conv.outputs;
+    conv = std::move(call);
+    fusedConvs_.insert(conv.outputs[0]);
+    out_.fusedConvolutions++;
+  }
+
+  void setWeights(SegmentNode &conv, const at::Tensor &weight, const std::optional<at::Tensor> &bias,
+                  const std::vector<int> &from) {
+    if (!weight.is_same(known_[conv.args[1].tensors[0]]))
+      conv.args[1] = tensorArg(addConstant(weight, from));
+    if (bias && (conv.args[2].kind != ArgValue::Tensor || !bias->is_same(known_[conv.args[2].tensors[0]])))
+      conv.args[2] = tensorArg(addConstant(*bias, from));
+  }
+
+  /// `bn` (reading `y`, a convolution's result) in eval mode with constant
+  /// parameters: folds it into `weight` and `bias`.
+  bool foldBatchNorm(const SegmentNode &bn, int y, at::Tensor &weight, std::optional<at::Tensor> &bias) {
+    int eps = -1;
+    if (bn.op == "aten::native_batch_norm" && bn.args.size() == 8 &&
+        bn.args[5].kind == ArgValue::Bool && !bn.args[5].b)
+      eps = 7;
+    else if (bn.op == "aten::_native_batch_norm_legit_no_training" && bn.args.size() == 7)
+      eps = 6;
+    if (eps < 0 || bn.args[0].kind != ArgValue::Tensor || bn.args[0].tensors[0] != y ||
+        bn.args[eps].kind != ArgValue::Double)
+      return false;
+    for (int k = 1; k <= 4; ++k)
+      if (!isKnownOrNone(bn.args[k]))
+        return false;
+    if (bn.args[3].kind == ArgValue::None || bn.args[4].kind == ArgValue::None)
+      return false;
+    for (size_t k = 1; k < bn.outputs.size(); ++k)
+      if (bn.outputs[k] >= 0 && (uses_[bn.outputs[k]] > 0 || isOutput_.count(bn.outputs[k])))
+        return false;
+    auto param = [&](int k) -> std::optional<at::Tensor> {
+      if (bn.args[k].kind == ArgValue::None)
+        return std::nullopt;
+      return known_[bn.args[k].tensors[0]].to(at::kDouble);
+    };
+    std::optional<at::Tensor> gamma = param(1), beta = param(2);
+    at::Tensor mean = *param(3), var = *param(4);
+    if (mean.numel() != weight.size(0))
+      return false;
+    at::Tensor scale = at::rsqrt(var + bn.args[eps].d);
+    if (gamma)
+      scale = scale * *gamma;
+    at::Tensor b = bias ? bias->to(at::kDouble) : at::zeros_like(mean);
+    at::Tensor shifted = (b - mean) * scale;
+    if (beta)
+      shifted = shifted + *beta;
+    weight = (weight.to(at::kDouble) * scale.reshape({-1, 1, 1, 1})).to(weight.scalar_type()).contiguous();
+    bias = shifted.to(weight.scalar_type()).contiguous();
+    return true;
+  }
+
+  void dropDeleted() {
+    std::vector<SegmentNode> kept;
+    for (size_t i = 0; i < nodes_.size(); ++i)
+      if (!deleted_.count(i))
+        kept.push_back(std::move(nodes_[i]));
+    nodes_ = std::move(kept);
+    countUses();
+  }
+
+  /// oneDNN's convolutions return channels-last results (their blocked
+  /// weights are laid out for it). Where every reader takes any layout (tgc
+  /// kernels, oneDNN convolutions, pooling), the graph keeps that layout
+  /// instead of copying back to NCHW, and elementwise kernels over such a
+  /// value write channels-last too, so the next convolution reads it as it
+  /// prefers.
+  void preferChannelsLast() {
+    std::vector<std::vector<int>> readers(seg_.values.size());
+    for (size_t i = 0; i < nodes_.size(); ++i)
+      for (int t : tensorArgs(nodes_[i]))
+        readers[t].push_back((int)i);
+    std::unordered_set<int> channelsLast;
+    auto layoutFree = [&](int v) {
+      if (isOutput_.count(v) || seg_.values[v].sizes.size() != 4)
+        return false;
+      for (int i : readers[v]) {
+        const SegmentNode &n = nodes_[i];
+        if (n.op == "mkldnn::_convolution_pointwise" || n.op == "aten::max_pool2d_with_indices" ||
+            n.op == "aten::adaptive_avg_pool2d" || n.op == "aten::avg_pool2d" ||
+            n.op == "aten::_adaptive_avg_pool2d")
+          continue;
+        if (n.mutates || ops::loweringOf(n.op, n.overload) == ops::Lowering::Extern ||
+            ops::aliasOf(n.op, n.overload) != ops::Alias::None)
+          return false;
+      }
+      return true;
+    };
+    auto makeChannelsLast = [&](int v) {
+      seg_.values[v].strides = channelsLastStrides(seg_.values[v].sizes);
+      channelsLast.insert(v);
+    };
+    for (const SegmentNode &n : nodes_) {
+      if (n.op == "mkldnn::_convolution_pointwise") {
+        if (layoutFree(n.outputs[0]))
+          makeChannelsLast(n.outputs[0]);
+        continue;
+      }
+      if (n.mutates || ops::loweringOf(n.op, n.overload) == ops::Lowering::Extern ||
+          ops::aliasOf(n.op, n.overload) != ops::Alias::None)
+        continue;
+      bool fromChannelsLast = false;
+      for (int t : tensorArgs(n))
+        fromChannelsLast = fromChannelsLast ||
+                           (channelsLast.count(t) && n.outputs.size() == 1 && n.outputs[0] >= 0 &&
+                            seg_.values[t].sizes == seg_.values[n.outputs[0]].sizes);
+      if (fromChannelsLast && layoutFree(n.outputs[0]))
+        makeChannelsLast(n.outputs[0]);
+    }
+  }
+
+  void build(Frozen &out) {
+    out = std::move(out_);
+    Segment &s = out.segment;
+    s.device = seg_.device;
+    s.values = seg_.values;
+    s.nodes = std::move(nodes_);
+    s.outputs = seg_.outputs;
+    for (size_t i = 0; i < userInputs_; ++i)
+      s.inputs.push_back(seg_.inputs[i]);
+    for (size_t i = 0; i < lifted_.size(); ++i) {
+      int id = seg_.inputs[userInputs_ + i];
+      if (!known_[id].defined()) {
+        s.inputs.push_back(id);
+        out.kept.push_back(lifted_[i]);
+      }
+    }
+    // Constants the graph still reads, in first-use order.
+    std::unordered_set<int> added;
+    auto addIfConstant = [&](int t) {
+      if (t >= 0 && known_[t].defined() && added.insert(t).second) {
+        s.inputs.push_back(t);
+        out.constants.push_back(known_[t]);
+      }
+    };
+    for (const SegmentNode &n : s.nodes)
+      for (int t : tensorArgs(n))
+        addIfConstant(t);
+    for (int o : s.outputs)
+      addIfConstant(o);
+    // Guarded: the lifted tensors a computed constant comes from. Lifted
+    // tensors passed as they are need no guard (an update is read).
+    std::set<size_t> sources;
+    for (int t : s.inputs)
+      if (computed_.count(t))
+        sources.insert(roots_[t].begin(), roots_[t].end());
+    for (size_t i : sources) {
+      out.sources.push_back(lifted_[i]);
+      out.versions.push_back(lifted_[i]._version());
+    }
+  }
+
+  Segment seg_;
+  size_t userInputs_;
+  const std::vector<at::Tensor> &lifted_;
+  std::vector<at::Tensor> known_; ///< constant value of each value id, if any
+  std::vector<std::vector<size_t>> roots_; ///< lifted tensors each constant comes from
+  std::unordered_set<int> computed_;       ///< constants computed here (not lifted as they are)
+  std::vector<size_t> source_;    ///< lifted tensors that are constants
+  std::unordered_set<int> isOutput_;
+  std::vector<SegmentNode> nodes_;
+  std::vector<int> uses_;
+  std::unordered_set<size_t> deleted_;
+  std::unordered_set<int> fusedConvs_;
+  Frozen out_;
+};
+
+} // namespace
+
+bool freezeSegment(const Segment &seg, size_t userInputs, const std::vector<at::Tensor> &lifted,
+                   Frozen &out, std::string &why) {
+  if (seg.inputs.size() != userInputs + lifted.size()) {
+    why = "the segment's inputs are not the user's and the lifted tensors";
+    return false;
+  }
+  Freezer f(seg, userInputs, lifted);
+  if (!f.run(out, why))
+    return false;
+  log("freeze", std::to_string(out.constants.size()) + " constants, " +
+                    std::to_string(out.foldedOps) + " ops folded, " +
+                    std::to_string(out.foldedBatchNorms) + " batch norms folded, " +
+                    std::to_string(out.fusedConvolutions) + " oneDNN convolutions (" +
+                    std::to_string(out.fusedActivations) + " with their activation)");
+  return true;
+}
+
+} // namespace tgc

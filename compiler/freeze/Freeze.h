@@ -1,0 +1,59 @@
+//===- Freeze.h - weights as constants of an inference graph --------------===//
+//
+// Freezing (issue 17), like Inductor's `freezing`: in an inference graph,
+// the lifted tensors that no op writes and that do not require grad
+// (a module's weights in eval mode under NoGradGuard) are constants. Then
+//  - every op whose tensor arguments are all constants runs once, here, at
+//    compile time (weight transposes, reshapes, dtype casts): its results
+//    are new constants and the op leaves the graph;
+//  - an eval-mode batch norm after a convolution is folded into the
+//    convolution's weight and bias;
+//  - a 2-d convolution (with the activation after it) becomes one oneDNN
+//    call, mkldnn::_convolution_pointwise, with its weight reordered once
+//    into oneDNN's blocked layout (mkldnn::_reorder_convolution_weight).
+// The constants are graph inputs after the user's and the remaining lifted
+// tensors; the Executable keeps them and the tensors they were computed
+// from, whose version counters guard them: an in-place update of a weight
+// (an optimizer step, load_state_dict) makes the specialization stale, and
+// the next call captures and freezes again.
+//
+// LibTorch side only (no MLIR): the result is a Segment for the pipeline.
+//
+//===----------------------------------------------------------------------===//
+#ifndef TGC_COMPILER_FREEZE_FREEZE_H
+#define TGC_COMPILER_FREEZE_FREEZE_H
+
+#include "compiler/capture/Segment.h"
+
+#include <ATen/core/Tensor.h>
+
+#include <string>
+#include <vector>
+
+namespace tgc {
+
+struct Frozen {
+  /// Inputs: the user's, then `kept` (lifted tensors still read per call),
+  /// then `constants`.
+  Segment segment;
+  std::vector<at::Tensor> kept;
+  std::vector<at::Tensor> constants;
+  /// The lifted tensors the constants were computed from, and their
+  /// version counters then.
+  std::vector<at::Tensor> sources;
+  std::vector<uint32_t> versions;
+  int foldedOps = 0;        ///< ops run at compile time
+  int foldedBatchNorms = 0; ///< batch norms folded into a convolution
+  int fusedConvolutions = 0; ///< convolutions made oneDNN calls
+  int fusedActivations = 0;  ///< activations fused into them
+};
+
+/// Freezes `seg` (inputs: `userInputs` of the user's, then `lifted`).
+/// False, with `why`, when nothing can be frozen (no constant, or a
+/// constant is written by the graph): then the segment stays as it is.
+bool freezeSegment(const Segment &seg, size_t userInputs, const std::vector<at::Tensor> &lifted,
+                   Frozen &out, std::string &why);
+
+} // namespace tgc
+
+#endif // TGC_COMPILER_FREEZE_FREEZE_H

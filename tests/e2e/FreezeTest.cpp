@@ -1,0 +1,147 @@
+// Freezing (issue 17, point 1): weights of inference graphs as constants,
+// batch norm folded into convolutions, oneDNN convolutions with prepacked
+// weights and fused activations, guarded by the weights' version counters.
+#include "tgc/tgc.h"
+
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+namespace {
+
+void expectClose(const torch::Tensor &got, const torch::Tensor &want, double tol = 1e-4) {
+  ASSERT_EQ(got.sizes(), want.sizes());
+  ASSERT_EQ(got.scalar_type(), want.scalar_type());
+  double scale = std::max(1.0, want.abs().max().item<double>());
+  double err = (got - want).abs().max().item<double>();
+  EXPECT_LE(err, tol * scale) << "max error " << err << " (max |x| " << scale << ")";
+}
+
+/// A ResNet-style block and head: conv-bn-relu, conv-bn + residual, relu,
+/// a SiLU branch, pooling, flatten and a linear layer.
+struct SmallNetImpl : torch::nn::Module {
+  SmallNetImpl()
+      : c1(register_module("c1", torch::nn::Conv2d(torch::nn::Conv2dOptions(3, 16, 3).padding(1)))),
+        b1(register_module("b1", torch::nn::BatchNorm2d(16))),
+        c2(register_module("c2", torch::nn::Conv2d(torch::nn::Conv2dOptions(16, 16, 3).padding(1).bias(false)))),
+        b2(register_module("b2", torch::nn::BatchNorm2d(16))),
+        c3(register_module("c3", torch::nn::Conv2d(torch::nn::Conv2dOptions(16, 8, 1).stride(2)))),
+        fc(register_module("fc", torch::nn::Linear(8 * 6 * 6, 10))) {}
+  torch::Tensor forward(torch::Tensor x) {
+    torch::Tensor y = torch::relu(b1(c1(x)));
+    y = torch::relu(b2(c2(y)) + y);
+    y = torch::silu(c3(y));
+    y = torch::max_pool2d(y, 2, 1);
+    return fc(y.flatten(1));
+  }
+  torch::nn::Conv2d c1, c2, c3;
+  torch::nn::BatchNorm2d b1, b2;
+  torch::nn::Linear fc;
+};
+TORCH_MODULE(SmallNet);
+
+/// Random running statistics and affine parameters, so that folding the
+/// batch norms changes the weights.
+SmallNet randomNet() {
+  torch::manual_seed(11);
+  SmallNet net;
+  torch::NoGradGuard noGrad;
+  for (auto *bn : {&net->b1, &net->b2}) {
+    (*bn)->running_mean.uniform_(-0.5, 0.5);
+    (*bn)->running_var.uniform_(0.5, 2.0);
+    (*bn)->weight.uniform_(0.5, 1.5);
+    (*bn)->bias.uniform_(-0.3, 0.3);
+  }
+  net->eval();
+  return net;
+}
+
+TEST(Freeze, ConvNetMatchesEagerWithFoldedBatchNormsAndOneDnnConvolutions) {
+  SmallNet net = randomNet();
+  torch::NoGradGuard noGrad;
+  tgc::reset();
+  auto compiled = tgc::compile(net);
+  torch::Tensor x = torch::randn({2, 3, 13, 13});
+  expectClose(compiled->forward(x), net->forward(x));
+  tgc::Stats s = tgc::stats();
+  EXPECT_EQ(s.frozen_graphs, 1);
+  EXPECT_EQ(s.onednn_convolutions, 3) << s.str();
+  EXPECT_GE(s.folded_ops, 3) << "two batch norms and the linear weight's transpose\n" << s.str();
+  EXPECT_EQ(s.eager_fallbacks, 0);
+  // Replays: other random inputs, a channels-last one among them.
+  for (int i = 0; i < 3; ++i) {
+    torch::Tensor z = torch::randn({2, 3, 13, 13});
+    if (i == 1)
+      z = z.contiguous(torch::MemoryFormat::ChannelsLast);
+    expectClose(compiled->forward(z), net->forward(z));
+  }
+}
+
+TEST(Freeze, AnInPlaceWeightUpdateFreezesAgainInsteadOfAStaleAnswer) {
+  SmallNet net = randomNet();
+  torch::NoGradGuard noGrad;
+  tgc::reset();
+  auto compiled = tgc::compile(net);
+  torch::Tensor x = torch::randn({1, 3, 13, 13});
+  expectClose(compiled->forward(x), net->forward(x));
+  // An optimizer step on a convolution's weight and a batch norm's
+  // statistics (folded into it), and load_state_dict's copy_ of the linear
+  // layer's weight.
+  net->c1->weight.add_(0.25);
+  net->b2->running_var.mul_(3.0);
+  expectClose(compiled->forward(x), net->forward(x));
+  net->fc->weight.copy_(torch::randn_like(net->fc->weight));
+  expectClose(compiled->forward(x), net->forward(x));
+  // set_data swaps a weight's storage without touching its version.
+  net->c3->weight.set_data(torch::randn_like(net->c3->weight));
+  expectClose(compiled->forward(x), net->forward(x));
+  tgc::Stats s = tgc::stats();
+  EXPECT_EQ(s.frozen_graphs, 4) << s.str();
+  EXPECT_EQ(s.recompiles, 0) << "freezing again is not a recompile";
+  EXPECT_EQ(s.graphs_compiled, 1) << "the graph compiled once\n" << s.str();
+  EXPECT_LE(s.pipelines_run, 1) << s.str();
+  // Unchanged weights: replays, no capture.
+  int64_t captures = s.captures;
+  expectClose(compiled->forward(x), net->forward(x));
+  EXPECT_EQ(tgc::stats().captures, captures);
+}
+
+TEST(Freeze, OptionsFreezeFalseKeepsWeightsAsInputs) {
+  SmallNet net = randomNet();
+  torch::NoGradGuard noGrad;
+  tgc::reset();
+  tgc::Options options;
+  options.freeze = false;
+  auto compiled = tgc::compile(net, options);
+  torch::Tensor x = torch::randn({2, 3, 13, 13});
+  expectClose(compiled->forward(x), net->forward(x));
+  EXPECT_EQ(tgc::stats().frozen_graphs, 0);
+  EXPECT_EQ(tgc::stats().onednn_convolutions, 0);
+  net->c1->weight.add_(0.25);
+  expectClose(compiled->forward(x), net->forward(x));
+}
+
+TEST(Freeze, NothingIsFrozenWhenGradientsAreNeeded) {
+  SmallNet net = randomNet();
+  tgc::reset();
+  auto compiled = tgc::compile(net);
+  torch::Tensor x = torch::randn({2, 3, 13, 13});
+  torch::Tensor got = compiled->forward(x), want = net->forward(x);
+  expectClose(got.detach(), want.detach());
+  EXPECT_EQ(tgc::stats().frozen_graphs, 0) << "weights require grad in grad mode";
+  EXPECT_TRUE(got.requires_grad());
+}
+
+TEST(Freeze, TrainModeBatchNormWritesItsStatisticsSoNothingIsFrozen) {
+  SmallNet net = randomNet(), reference = randomNet();
+  net->train();
+  reference->train();
+  torch::NoGradGuard noGrad;
+  tgc::reset();
+  auto compiled = tgc::compile(net);
+  torch::Tensor x = torch::randn({2, 3, 13, 13});
+  expectClose(compiled->forward(x), reference->forward(x));
+  expectClose(net->b1->running_mean, reference->b1->running_mean, 1e-5);
+  EXPECT_EQ(tgc::stats().frozen_graphs, 0);
+}
+
+} // namespace

@@ -265,7 +265,7 @@ detail::Engine::Impl::capture(const std::vector<at::Tensor> &inputs,
   Frozen frozen;
   if (options.freeze && !needsTraining(all)) {
     std::string why;
-    if (freezeSegment(*seg, inputs.size(), entry.exe.lifted, frozen, why)) {
+    if (freezeSegment(*seg, inputs.size(), entry.exe.lifted, entry.exe.guards, frozen, why)) {
       counters().frozenGraphs++;
       counters().foldedOps += frozen.foldedOps + frozen.foldedBatchNorms;
       counters().onednnConvolutions += frozen.fusedConvolutions;

@@ -67,6 +67,27 @@ std::vector<int> tensorArgs(const SegmentNode &n) {
   return ids;
 }
 
+/// Tensor value ids a mutating node writes: the arguments its schema marks
+/// written (all tensor arguments when the schema is not found).
+std::vector<int> writtenArgs(const SegmentNode &n) {
+  std::optional<c10::OperatorHandle> op = findOp(n.op, n.overload);
+  if (!op || op->schema().arguments().size() != n.args.size())
+    return tensorArgs(n);
+  std::vector<int> ids;
+  const auto &schemaArgs = op->schema().arguments();
+  for (size_t k = 0; k < n.args.size(); ++k) {
+    const c10::AliasInfo *alias = schemaArgs[k].alias_info();
+    if (!alias || !alias->isWrite())
+      continue;
+    const ArgValue &a = n.args[k];
+    if (a.kind == ArgValue::Tensor || a.kind == ArgValue::TensorList)
+      for (int t : a.tensors)
+        if (t >= 0)
+          ids.push_back(t);
+  }
+  return ids;
+}
+
 ArgValue tensorArg(int id) {
   ArgValue a;
   a.kind = ArgValue::Tensor;
@@ -90,8 +111,9 @@ ArgValue stringArg(std::string s) {
 
 class Freezer {
 public:
-  Freezer(const Segment &seg, size_t userInputs, const std::vector<at::Tensor> &lifted)
-      : seg_(seg), userInputs_(userInputs), lifted_(lifted), known_(seg.values.size()),
+  Freezer(const Segment &seg, size_t userInputs, const std::vector<at::Tensor> &lifted,
+          size_t guards)
+      : guards_(guards), seg_(seg), userInputs_(userInputs), lifted_(lifted), known_(seg.values.size()),
         roots_(seg.values.size()) {}
 
   bool run(Frozen &out, std::string &why) {
@@ -108,8 +130,10 @@ public:
       why = "no lifted tensor is a constant (they require grad)";
       return false;
     }
-    for (int o : seg_.outputs)
-      isOutput_.insert(o);
+    // The guards (the last outputs) are read by the executable, never
+    // returned: a guard computed from constants may fold.
+    for (size_t k = 0; k + guards_ < seg_.outputs.size(); ++k)
+      isOutput_.insert(seg_.outputs[k]);
     if (!fold(why))
       return false;
     countUses();
@@ -139,10 +163,11 @@ private:
         anyConstant = anyConstant || known_[t].defined() || tainted.count(t);
       }
       if (n.mutates) {
-        if (anyConstant) {
-          why = n.op + " writes a weight (or a view of one)";
-          return false;
-        }
+        for (int t : writtenArgs(n))
+          if (known_[t].defined() || tainted.count(t)) {
+            why = n.op + " writes a weight (or a view of one)";
+            return false;
+          }
         nodes_.push_back(n);
         continue;
       }
@@ -343,6 +368,30 @@ private:
         out_.fusedActivations++;
       }
     }
+    // Else a residual add (writing the convolution's result, or a new
+    // tensor) of a same-shaped tensor, with a relu after it: oneDNN's
+    // binary post-op.
+    int other = -1;
+    std::string unary;
+    if (attr == "none" && r >= 0) {
+      other = residualOf(nodes_[r], y);
+      for (int k = (int)index + 1; k < r && other >= 0; ++k)
+        if (!deleted_.count(k) && nodes_[k].mutates)
+          other = -1; // the convolution moves to the add: nothing may write in between
+    }
+    if (other >= 0) {
+      deleted_.insert(r);
+      conv.outputs[0] = nodes_[r].outputs[0];
+      int r2 = soleReader(conv.outputs[0]);
+      if (r2 >= 0 && (nodes_[r2].op == "aten::relu" || nodes_[r2].op == "aten::relu_") &&
+          nodes_[r2].args[0].tensors[0] == conv.outputs[0]) {
+        unary = "relu";
+        conv.outputs[0] = nodes_[r2].outputs[0];
+        deleted_.insert(r2);
+        out_.fusedActivations++;
+      }
+      out_.fusedResiduals++;
+    }
     at::Tensor packed;
     try {
       const TensorSpec &xs = seg_.values[conv.args[0].tensors[0]];
@@ -356,15 +405,53 @@ private:
     }
     SegmentNode call;
     call.op = "mkldnn::_convolution_pointwise";
-    call.args = {conv.args[0], tensorArg(addConstant(packed, from)),
-                 bias ? tensorArg(addConstant(*bias, from)) : ArgValue(),
-                 intsArg(padding), intsArg(stride), intsArg(dilation), conv.args[8],
-                 stringArg(attr), intsArg({}),
-                 algorithm.empty() ? ArgValue() : stringArg(algorithm)};
+    ArgValue w = tensorArg(addConstant(packed, from));
+    ArgValue b = bias ? tensorArg(addConstant(*bias, from)) : ArgValue();
+    if (other >= 0) {
+      call.overload = "binary";
+      call.args = {conv.args[0], tensorArg(other), w, b, intsArg(padding), intsArg(stride),
+                   intsArg(dilation), conv.args[8], stringArg("add"), ArgValue(),
+                   unary.empty() ? ArgValue() : stringArg(unary), intsArg({}), ArgValue()};
+    } else {
+      call.args = {conv.args[0], w, b, intsArg(padding), intsArg(stride), intsArg(dilation),
+                   conv.args[8], stringArg(attr), intsArg({}),
+                   algorithm.empty() ? ArgValue() : stringArg(algorithm)};
+    }
     call.outputs = conv.outputs;
-    conv = std::move(call);
+    if (other >= 0) {
+      // At the add's place: the other operand may be computed after the
+      // convolution (a downsample branch), and nothing in between reads
+      // the convolution's result.
+      nodes_[r] = std::move(call);
+      deleted_.erase(r);
+      deleted_.insert(index);
+    } else {
+      conv = std::move(call);
+    }
     fusedConvs_.insert(conv.outputs[0]);
     out_.fusedConvolutions++;
+  }
+
+  /// The other operand of `add` when it adds a tensor of `y`'s shape and
+  /// dtype to `y` with alpha 1, writing `y` or a new tensor; else -1.
+  int residualOf(const SegmentNode &add, int y) const {
+    const bool inPlace = add.op == "aten::add_" && add.overload == "Tensor";
+    if (!(inPlace || (add.op == "aten::add" && add.overload == "Tensor")) || add.args.size() != 3 ||
+        add.outputs.size() != 1 || add.args[0].kind != ArgValue::Tensor ||
+        add.args[1].kind != ArgValue::Tensor)
+      return -1;
+    const ArgValue &alpha = add.args[2];
+    if (!((alpha.kind == ArgValue::Int && alpha.i == 1) ||
+          (alpha.kind == ArgValue::Double && alpha.d == 1.0)))
+      return -1;
+    int a = add.args[0].tensors[0], b = add.args[1].tensors[0];
+    if (inPlace && a != y)
+      return -1; // it writes the other operand
+    int other = a == y ? b : a;
+    if (other == y || known_[other].defined())
+      return -1;
+    const TensorSpec &ys = seg_.values[y], &os = seg_.values[other];
+    return ys.sizes == os.sizes && ys.dtype == os.dtype ? other : -1;
   }
 
   void setWeights(SegmentNode &conv, const at::Tensor &weight, const std::optional<at::Tensor> &bias,
@@ -516,6 +603,7 @@ private:
     }
   }
 
+  size_t guards_;
   Segment seg_;
   size_t userInputs_;
   const std::vector<at::Tensor> &lifted_;
@@ -534,19 +622,20 @@ private:
 } // namespace
 
 bool freezeSegment(const Segment &seg, size_t userInputs, const std::vector<at::Tensor> &lifted,
-                   Frozen &out, std::string &why) {
+                   size_t guards, Frozen &out, std::string &why) {
   if (seg.inputs.size() != userInputs + lifted.size()) {
     why = "the segment's inputs are not the user's and the lifted tensors";
     return false;
   }
-  Freezer f(seg, userInputs, lifted);
+  Freezer f(seg, userInputs, lifted, guards);
   if (!f.run(out, why))
     return false;
   log("freeze", std::to_string(out.constants.size()) + " constants, " +
                     std::to_string(out.foldedOps) + " ops folded, " +
                     std::to_string(out.foldedBatchNorms) + " batch norms folded, " +
                     std::to_string(out.fusedConvolutions) + " oneDNN convolutions (" +
-                    std::to_string(out.fusedActivations) + " with their activation)");
+                    std::to_string(out.fusedActivations) + " activations and " +
+                    std::to_string(out.fusedResiduals) + " residual adds fused)");
   return true;
 }
 

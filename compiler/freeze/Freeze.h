@@ -46,13 +46,15 @@ struct Frozen {
   int foldedBatchNorms = 0; ///< batch norms folded into a convolution
   int fusedConvolutions = 0; ///< convolutions made oneDNN calls
   int fusedActivations = 0;  ///< activations fused into them
+  int fusedResiduals = 0;    ///< residual adds fused into them
 };
 
-/// Freezes `seg` (inputs: `userInputs` of the user's, then `lifted`).
+/// Freezes `seg` (inputs: `userInputs` of the user's, then `lifted`; its
+/// last `guards` outputs are guards, which may fold to constants).
 /// False, with `why`, when nothing can be frozen (no constant, or a
 /// constant is written by the graph): then the segment stays as it is.
 bool freezeSegment(const Segment &seg, size_t userInputs, const std::vector<at::Tensor> &lifted,
-                   Frozen &out, std::string &why);
+                   size_t guards, Frozen &out, std::string &why);
 
 } // namespace tgc
 

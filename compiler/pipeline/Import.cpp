@@ -376,7 +376,16 @@ void Importer::pinAcrossWrites(Block *body) {
   for (Operation *write : writes) {
     SmallVector<Value> pinned;
     for (Operation *op = &body->front(); op != write; op = op->getNextNode()) {
-      if (isa<tg::ExternOp, tg::ConstantOp, tg::BroadcastOp>(op) ||
+      // A constant is an immediate to kernels, but one an ATen call took
+      // before the write is a buffer that call may have aliased (a view
+      // the write then fills): readers after the write read that buffer.
+      bool handedToAten =
+          isa<tg::ConstantOp, tg::BroadcastOp>(op) &&
+          llvm::any_of(op->getResult(0).getUsers(), [&](Operation *u) {
+            return isa<tg::ExternOp>(u) && u->getBlock() == body && u != write &&
+                   u->isBeforeInBlock(write);
+          });
+      if ((isa<tg::ExternOp, tg::ConstantOp, tg::BroadcastOp>(op) && !handedToAten) ||
           op->getDialect()->getNamespace() != "tg")
         continue;
       for (Value v : op->getResults())

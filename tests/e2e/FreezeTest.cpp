@@ -67,6 +67,13 @@ TEST(Freeze, ConvNetMatchesEagerWithFoldedBatchNormsAndOneDnnConvolutions) {
   EXPECT_EQ(s.onednn_convolutions, 3) << s.str();
   EXPECT_GE(s.folded_ops, 3) << "two batch norms and the linear weight's transpose\n" << s.str();
   EXPECT_EQ(s.eager_fallbacks, 0);
+  // conv+bn+relu, conv+bn+residual+relu and conv+silu are one oneDNN call
+  // each: a replay launches no tgc kernel and makes 6 ATen calls (3
+  // convolutions, max pool, flatten's view, the linear layer's addmm).
+  tgc::reset();
+  expectClose(compiled->forward(x), net->forward(x));
+  EXPECT_EQ(tgc::stats().kernel_launches, 0) << tgc::stats().str();
+  EXPECT_EQ(tgc::stats().extern_calls + tgc::stats().view_calls, 6) << tgc::stats().str();
   // Replays: other random inputs, a channels-last one among them.
   for (int i = 0; i < 3; ++i) {
     torch::Tensor z = torch::randn({2, 3, 13, 13});
@@ -142,6 +149,29 @@ TEST(Freeze, TrainModeBatchNormWritesItsStatisticsSoNothingIsFrozen) {
   expectClose(compiled->forward(x), reference->forward(x));
   expectClose(net->b1->running_mean, reference->b1->running_mean, 1e-5);
   EXPECT_EQ(tgc::stats().frozen_graphs, 0);
+}
+
+// A mask the callable builds and fills with a captured value: the fill
+// writes the mask, not the weight it reads, so the graph still freezes.
+TEST(Freeze, AWriteThatOnlyReadsAWeightStillFreezes) {
+  torch::NoGradGuard noGrad;
+  torch::manual_seed(5);
+  torch::Tensor w = torch::randn({8, 8}), c = torch::tensor(2.5);
+  auto program = [&](torch::Tensor x) {
+    torch::Tensor mask = torch::zeros({4, 8});
+    mask.slice(0, 0, 2).fill_(c);
+    return x.mm(w.t()) + mask;
+  };
+  tgc::reset();
+  auto f = tgc::compile(program);
+  torch::Tensor x = torch::randn({4, 8});
+  expectClose(f(x), program(x));
+  EXPECT_EQ(tgc::stats().frozen_graphs, 1);
+  expectClose(f(x), program(x));
+  tgc::Options off;
+  off.freeze = false;
+  auto g = tgc::compile(program, off);
+  expectClose(g(x), program(x));
 }
 
 } // namespace

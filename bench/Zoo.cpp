@@ -1,6 +1,6 @@
 //===- Zoo.cpp - tgc-zoo: public models, eager vs tgc::compile ------------===//
 //
-//   tgc-zoo --dir DIR [--model NAME ...] [--rounds N] [--check] [--json]
+//   tgc-zoo --dir DIR [--model NAME ...] [--rounds N] [--check] [--json] [--threads N]
 //
 // Loads each model tests/zoo/make_zoo.py traced into DIR (NAME.pt and its
 // input specs NAME.json) twice, runs one copy eagerly and one through
@@ -144,6 +144,7 @@ int main(int argc, char **argv) {
   std::string dir;
   std::vector<std::string> models;
   int rounds = 10;
+  int threads = std::max(1, (int)std::thread::hardware_concurrency());
   bool check = false, asJson = false;
   double tolerance = 1e-4; // of the output's scale, f32 through deep models
   for (int i = 1; i < argc; ++i) {
@@ -167,9 +168,11 @@ int main(int argc, char **argv) {
       asJson = true;
     else if (a == "--tolerance")
       tolerance = std::stod(value());
+    else if (a == "--threads")
+      threads = std::max(1, std::stoi(value()));
     else {
       std::fprintf(stderr, "usage: tgc-zoo --dir DIR [--model NAME ...] [--rounds N] [--check] "
-                           "[--json] [--tolerance T]\n");
+                           "[--json] [--tolerance T] [--threads N]\n");
       return 2;
     }
   }
@@ -179,7 +182,7 @@ int main(int argc, char **argv) {
   }
   if (models.empty())
     models = allModels(dir);
-  torch::set_num_threads(std::max(1, (int)std::thread::hardware_concurrency()));
+  torch::set_num_threads(threads);
   bool failed = false;
   if (!asJson)
     std::printf("%-20s %-18s %6s %6s %7s %7s %5s %9s %9s %9s %9s %7s\n", "model", "family", "graphs",

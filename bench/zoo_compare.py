@@ -12,7 +12,12 @@ vs eager, tgc's first call, tgc's speedup over eager TorchScript and
 Inductor's over eager PyTorch, and geometric means.
 
 Usage: .venv/bin/python bench/zoo_compare.py [--zoo DIR] [--only NAME ...]
-           [--rounds N] [--no-inductor] [--freezing]
+           [--rounds N] [--threads N] [--inductor default,freezing | --no-inductor]
+
+Inductor runs in each listed configuration ("freezing": the recommended CPU
+inference setting, torch._inductor.config.freezing = True); the last column
+is tgc's speed over Inductor's (both as speedups over their own eager run of
+the same model, TorchScript for tgc, PyTorch for Inductor).
 """
 import argparse
 import json
@@ -30,10 +35,10 @@ sys.path.insert(0, os.path.join(HERE, "..", "tests", "zoo"))
 import make_zoo  # noqa: E402
 
 
-def tgc_row(binary, zoo, name, rounds):
+def tgc_row(binary, zoo, name, rounds, threads):
     start = time.time()
-    p = subprocess.run([binary, "--dir", zoo, "--model", name, "--rounds", str(rounds), "--json"],
-                       capture_output=True, text=True)
+    p = subprocess.run([binary, "--dir", zoo, "--model", name, "--rounds", str(rounds), "--json",
+                        "--threads", str(threads)], capture_output=True, text=True)
     rows = [json.loads(l) for l in p.stdout.splitlines() if l.startswith("{")]
     if p.returncode != 0 or not rows:
         why = f"exit {p.returncode}" if p.returncode >= 0 else f"signal {-p.returncode}"
@@ -51,6 +56,7 @@ def inductor_speedup(name, rounds, freezing):
     make_zoo.reinit_zeros(model)
     make_zoo.calibrate(model, inputs)
     args = tuple(t for _, t, _ in inputs)
+    torch._dynamo.reset()
     torch._inductor.config.freezing = freezing
     compiled = torch.compile(model)
     with torch.no_grad():
@@ -79,42 +85,64 @@ def main():
     ap.add_argument("--only", nargs="*")
     ap.add_argument("--rounds", type=int, default=10)
     ap.add_argument("--no-inductor", action="store_true")
-    ap.add_argument("--freezing", action="store_true", help="Inductor with freezing=True")
+    ap.add_argument("--inductor", default="freezing",
+                    help="comma-separated Inductor configurations: default, freezing")
+    ap.add_argument("--freezing", action="store_true", help="same as --inductor freezing")
+    ap.add_argument("--threads", type=int, default=os.cpu_count() or 1)
     a = ap.parse_args()
-    torch.set_num_threads(os.cpu_count() or 1)
+    torch.set_num_threads(a.threads)
+    modes = [] if a.no_inductor else ["freezing"] if a.freezing else \
+        [m for m in a.inductor.split(",") if m]
     names = a.only or list(make_zoo.MODELS)
     missing = [n for n in names if not os.path.exists(os.path.join(a.zoo, n + ".pt"))]
     if missing:
         subprocess.run([sys.executable, os.path.join(HERE, "..", "tests", "zoo", "make_zoo.py"),
                         a.zoo, "--only", *missing], check=False)
+    labels = {"default": "inductor", "freezing": "ind+frz"}
     head = (f"{'model':20} {'graphs':>6} {'breaks':>6} {'kernels':>7} {'externs':>7} {'recap':>5} "
-            f"{'max err':>9} {'1st s':>6} {'tgc/eager':>9} {'inductor':>9}")
+            f"{'max err':>9} {'1st s':>6} {'tgc/eager':>9}")
+    for m in modes:
+        head += f" {labels[m]:>9}"
+    if modes:
+        head += f" {'tgc/' + labels[modes[-1]]:>13}"
+    print(f"{a.threads} thread(s), {a.rounds} alternating rounds, medians")
     print(head)
-    tgc_speed, ind_speed, crashes, mismatches = [], [], 0, 0
+    tgc_speed, crashes, mismatches = [], 0, 0
+    ind_speed = {m: [] for m in modes}
+    versus = []
     for name in names:
-        r = tgc_row(a.bench, a.zoo, name, a.rounds)
-        ind = None
-        if not a.no_inductor:
+        r = tgc_row(a.bench, a.zoo, name, a.rounds, a.threads)
+        ind = {}
+        for m in modes:
             try:
-                ind = inductor_speedup(name, a.rounds, a.freezing)
-                ind_speed.append(ind)
+                ind[m] = inductor_speedup(name, a.rounds, m == "freezing")
+                ind_speed[m].append(ind[m])
             except Exception as e:  # Inductor's own failures are reported, not fatal
-                ind = float("nan")
-                print(f"  ({name}: torch.compile failed: {type(e).__name__})", file=sys.stderr)
-        ind_text = "-" if ind is None else f"{ind:8.2f}x"
+                ind[m] = float("nan")
+                print(f"  ({name}: torch.compile ({m}) failed: {type(e).__name__})", file=sys.stderr)
+        ind_text = "".join(f" {ind[m]:8.2f}x" for m in modes)
         if not r.get("ok"):
             crashes += 1
-            print(f"{name:20} {r.get('error', 'failed')[:60]:60} {ind_text:>9}")
+            print(f"{name:20} {r.get('error', 'failed')[:60]:60}{ind_text}")
             continue
         rel = r["max_error"] / max(1.0, r["scale"])
         mismatches += rel > 1e-4
         speed = r["eager_ms"] / r["tgc_ms"]
         tgc_speed.append(speed)
-        print(f"{name:20} {r['graphs']:6} {r['breaks_per_call']:6} {r['kernels_per_call']:7} "
-              f"{r['externs_per_call']:7} {r['captures_after_warmup']:5} {rel:9.1e} "
-              f"{r['first_call_ms'] / 1000:6.1f} {speed:8.2f}x {ind_text:>9}")
-    print(f"{'geomean':20} {'':6} {'':6} {'':7} {'':7} {'':5} {'':9} {'':6} "
-          f"{geomean(tgc_speed):8.2f}x {geomean(ind_speed) if ind_speed else float('nan'):8.2f}x")
+        line = (f"{name:20} {r['graphs']:6} {r['breaks_per_call']:6} {r['kernels_per_call']:7} "
+                f"{r['externs_per_call']:7} {r['captures_after_warmup']:5} {rel:9.1e} "
+                f"{r['first_call_ms'] / 1000:6.1f} {speed:8.2f}x{ind_text}")
+        if modes and ind[modes[-1]] == ind[modes[-1]] and ind[modes[-1]] > 0:
+            versus.append(speed / ind[modes[-1]])
+            line += f" {versus[-1]:12.2f}x"
+        print(line)
+    tail = (f"{'geomean':20} {'':6} {'':6} {'':7} {'':7} {'':5} {'':9} {'':6} "
+            f"{geomean(tgc_speed):8.2f}x")
+    for m in modes:
+        tail += f" {geomean(ind_speed[m]):8.2f}x"
+    if modes:
+        tail += f" {geomean(versus):12.2f}x"
+    print(tail)
     print(f"{len(names)} models: {crashes} failed or crashed, {mismatches} mismatched")
     return 0
 

@@ -22,10 +22,13 @@ int64_t blocksFor(int64_t work, int64_t perBlock) {
 }
 
 /// 32-bit index arithmetic is faster; 64-bit once the iteration space or
-/// any buffer offset can reach 2^31.
-IndexType indexType(tgk::KernelOp kernel) {
+/// any buffer offset can reach 2^31, or the grid-stride loop's index can:
+/// after the last element a thread adds the stride (`threads`, every
+/// thread of the grid) once more before the loop test, so n + threads must
+/// stay below 2^31 too.
+IndexType indexType(tgk::KernelOp kernel, int64_t threads) {
   const int64_t n = kernel.getNumIterations();
-  int64_t maxOffset = n;
+  int64_t maxOffset = n + threads;
   for (Attribute s : llvm::concat<const Attribute>(
            kernel.getInputStrides().getValue(), kernel.getResultStrides().getValue()))
     for (int64_t st : cast<DenseI64ArrayAttr>(s).asArrayRef())
@@ -57,8 +60,8 @@ void describe(tgk::KernelOp k, Target target, KernelDescriptor &d) {
   d.vector = vectorWidth(k);
   d.launch.block = s ? s.getBlock() : 256;
   if (target == Target::Cuda) {
-    d.index = indexType(k);
     d.launch.grid = blocksFor(k.getNumIterations(), d.launch.block * d.vector);
+    d.index = indexType(k, d.launch.grid * d.launch.block);
   }
 }
 

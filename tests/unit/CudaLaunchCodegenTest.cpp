@@ -59,9 +59,14 @@ TEST(CudaLaunchCodegen, StridedKernelsStayScalar) {
 
 TEST(CudaLaunchCodegen, IndexTypeWidensAt2To31) {
   // Nothing is allocated: the pipeline only reads shapes.
-  PipelineResult small = runPipeline(squareRelu({(int64_t(1) << 31) - 64}, DType::BFloat16));
+  PipelineResult small = runPipeline(squareRelu({int64_t(1) << 30}, DType::BFloat16));
   ASSERT_TRUE(small.ok) << small.error;
   EXPECT_NE(small.plan.cudaSources[0].find("const int n = "), std::string::npos);
+  // Below 2^31 elements, but the grid-stride loop's step after the last
+  // element would pass INT_MAX (KernelDescriptor.IndicesAre64BitWhen...).
+  PipelineResult near = runPipeline(squareRelu({(int64_t(1) << 31) - 64}, DType::BFloat16));
+  ASSERT_TRUE(near.ok) << near.error;
+  EXPECT_NE(near.plan.cudaSources[0].find("const long long n = 2147483584"), std::string::npos);
   PipelineResult big = runPipeline(squareRelu({int64_t(1) << 31}, DType::BFloat16));
   ASSERT_TRUE(big.ok) << big.error;
   EXPECT_NE(big.plan.cudaSources[0].find("const long long n = 2147483648"), std::string::npos);

@@ -181,6 +181,34 @@ TEST(KernelDescriptor, CudaEmitterVectorizesByTheDescriptorsWidth) {
   EXPECT_EQ(cpu.launch, (LaunchConfig{1, 256, 0, 0}));
 }
 
+/// exp(x) over a contiguous 1-d float32 tensor of n elements.
+Segment exp1d(int64_t n) {
+  Segment s;
+  s.device = "cuda";
+  s.values = {{{n}, {1}, DType::Float32}, {{n}, {1}, DType::Float32}};
+  s.inputs = {0};
+  s.nodes = {{"aten::exp", "", {tensor(0)}, {1}}};
+  s.outputs = {1};
+  return s;
+}
+
+// Issue 21: below 2^31 elements, but the grid-stride loop's last step
+// (i += blockDim.x * gridDim.x after the last element) passes INT_MAX with
+// 32-bit indices: the descriptor must pick 64-bit ones.
+TEST(KernelDescriptor, IndicesAre64BitWhenTheGridStrideStepCanPassIntMax) {
+  PipelineResult r;
+  const int64_t n = (int64_t(1) << 31) - 63; // odd: no vectors, one thread per element
+  KernelDescriptor near = onlyKernel(exp1d(n), Target::Cuda, r);
+  ASSERT_EQ(near.vector, 1);
+  EXPECT_LT(n, int64_t(1) << 31);
+  EXPECT_GE(n + near.launch.grid * near.launch.block, int64_t(1) << 31);
+  EXPECT_EQ(near.index, IndexType::I64);
+  EXPECT_NE(r.plan.cudaSources[0].find("const long long n = 2147483585;"), std::string::npos);
+  // Far from it, 32-bit indices stay.
+  KernelDescriptor small = onlyKernel(exp1d(999999), Target::Cuda, r);
+  EXPECT_EQ(small.index, IndexType::I32);
+}
+
 TEST(KernelDescriptor, RowKernelLaunchIsTheDescriptorsLanesAndRowsPerBlock) {
   PipelineResult r;
   KernelDescriptor d = onlyKernel(rowSums(1000, 300, "cuda"), Target::Cuda, r);

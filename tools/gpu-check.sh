@@ -42,6 +42,41 @@ pack() {
        "$(du -sh "$out" | cut -f1) in $out (the carry limit is 64 MiB)"
 }
 
+# Reruns the corpus without the cases that failed until no case faults (at
+# most 2 minutes): lists each failing case once with its error, and runs the
+# first faulting case alone under compute-sanitizer when the machine has it.
+triage() {
+  local first="" excl="" start=$SECONDS names
+  names=$(mktemp)
+  cp "$1" "$names.log"
+  for _ in $(seq 1 30); do
+    [ $((SECONDS - start)) -gt 120 ] && { echo "gpu-check: triage stopped (time)"; break; }
+    # The failures before the first fault are real; the fault's case too.
+    awk '/C\+\+ exception|Failure/ {why=$0}
+         /\[  FAILED  \] Corpus/ {n=$4; sub(/.*\//, "", n); sub(/,$/, "", n);
+           sticky = why ~ /illegal memory|unspecified launch|misaligned/;
+           print (sticky ? "FAULT " : "FAIL  ") n " :: " substr(why, 1, 200);
+           if (sticky) exit}' "$names.log" > "$names"
+    [ -s "$names" ] || break
+    cat "$names"
+    [ -z "$first" ] && first=$(awk '$1 == "FAULT" {print $2; exit}' "$names")
+    for n in $(awk '{print $2}' "$names"); do excl="${excl:+$excl:}*/$n"; done
+    grep -q "^FAULT" "$names" || break
+    TGC_GPU_CORPUS="$out/corpus" TGC_CACHE_DIR=$(mktemp -d) timeout 90 \
+      "$out/bin/tgc_gpu_corpus_tests" --gtest_brief=1 --gtest_filter="*-$excl" > "$names.log" 2>&1
+    tail -1 "$names.log"
+  done
+  if [ -n "$first" ] && command -v compute-sanitizer > /dev/null; then
+    echo "== compute-sanitizer memcheck: $first"
+    local one
+    one=$(mktemp -d)
+    cp "$out/corpus/$first.tgccase" "$one/" 2> /dev/null || true
+    TGC_GPU_CORPUS="$one" TGC_CACHE_DIR=$(mktemp -d) timeout 90 compute-sanitizer --tool memcheck \
+      --print-limit 2 "$out/bin/tgc_gpu_corpus_tests" --gtest_brief=1 2>&1 |
+      grep "=========" | grep -v "Host Frame" | head -20 || true
+  fi
+}
+
 run() {
   local start=$SECONDS python=${PYTHON:-python3}
   [ -d "$out/bin" ] || { echo "gpu-check: $out is missing; run 'tools/gpu-check.sh pack' first" >&2; exit 1; }
@@ -60,10 +95,21 @@ run() {
     grep "not found" <<<"$deps" | sort -u >&2
   fi
   echo "== GPU tests: $(ls "$out/corpus" | wc -l) programs of the emulated matrix on the GPU"
-  local cache
+  local cache log
   cache=$(mktemp -d)
-  TGC_GPU_CORPUS="$out/corpus" TGC_CACHE_DIR="$cache" \
-    timeout 180 "$out/bin/tgc_gpu_corpus_tests" --gtest_brief=1 || echo "gpu-check: GPU tests FAILED (rc $?)"
+  log=$(mktemp)
+  if ! TGC_GPU_CORPUS="$out/corpus" TGC_CACHE_DIR="$cache" \
+      timeout 180 "$out/bin/tgc_gpu_corpus_tests" --gtest_brief=1 > "$log" 2>&1; then
+    grep -v "^frame #\|^Exception raised\|registered at\|^  " "$log" | tail -40
+    echo "gpu-check: GPU tests FAILED"
+    # A faulting kernel poisons the CUDA context: every later case in the
+    # process fails too. Find the cases that fail on their own.
+    if grep -q "illegal memory access\|unspecified launch failure\|misaligned address" "$log"; then
+      triage "$log"
+    fi
+  else
+    tail -3 "$log"
+  fi
   echo "== eager vs tgc vs torch.compile (max-autotune-no-cudagraphs), bfloat16"
   local left=$((470 - (SECONDS - start)))
   TGC_CACHE_DIR="$cache" timeout "$left" "$python" "$out/gpu_compare.py" --bench "$out/bin/tgc-bench-gpu" \

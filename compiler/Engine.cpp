@@ -271,10 +271,7 @@ detail::Engine::Impl::capture(const std::vector<at::Tensor> &inputs,
       counters().onednnConvolutions += frozen.fusedConvolutions;
       entry.exe.lift(frozen.kept);
       entry.exe.constants = frozen.constants;
-      entry.exe.frozenSources = frozen.sources;
-      entry.exe.frozenVersions = frozen.versions;
-      for (const at::Tensor &t : frozen.sources)
-        entry.exe.frozenData.push_back(t.data_ptr());
+      entry.exe.guardFrozen(frozen.sources);
       seg = &frozen.segment;
       all = inputs;
       all.insert(all.end(), frozen.kept.begin(), frozen.kept.end());

@@ -19,14 +19,6 @@ namespace tgc {
 
 namespace {
 
-TensorSpec specOf(const at::Tensor &t) {
-  TensorSpec s;
-  s.sizes = t.sizes().vec();
-  s.strides = t.strides().vec();
-  fromScalarType(t.scalar_type(), s.dtype);
-  return s;
-}
-
 void dumpDebug(const PipelineResult &r, const Segment &seg) {
   const char *dir = std::getenv("TGC_DEBUG_DIR");
   if (!dir || !*dir)
@@ -287,6 +279,16 @@ bool Executable::stale() const {
         lifted[i].requires_grad() != liftedGrad[i])
       return true;
   return weightsChanged();
+}
+
+void Executable::guardFrozen(std::vector<at::Tensor> sources) {
+  frozenSources = std::move(sources);
+  frozenVersions.clear();
+  frozenData.clear();
+  for (const at::Tensor &t : frozenSources) {
+    frozenVersions.push_back(t._version());
+    frozenData.push_back(t.data_ptr());
+  }
 }
 
 bool Executable::weightsChanged() const {

@@ -93,6 +93,9 @@ struct Executable {
   bool stale() const;
   /// Whether a frozen weight changed since it was frozen (part of stale()).
   bool weightsChanged() const;
+  /// Keeps `sources` (the tensors frozen constants come from) with their
+  /// version counters and data pointers now, for weightsChanged().
+  void guardFrozen(std::vector<at::Tensor> sources);
   /// Lifts `tensors` as extra inputs, remembering their layout.
   void lift(std::vector<at::Tensor> tensors);
 };

@@ -1,6 +1,8 @@
 //===- Executor.cpp - Plan execution: kernel launches and ATen calls ------===//
 #include "runtime/Executor.h"
 
+#include "runtime/ContiguousStrides.h"
+
 #include <ATen/ops/empty.h>
 #include <ATen/ops/from_blob.h>
 
@@ -206,6 +208,22 @@ void CompiledGraph::checkIndexError(const KernelStep &k, const int64_t error[2])
   }
 }
 
+TensorSpec specOf(const at::Tensor &t) {
+  TensorSpec s;
+  s.sizes = t.sizes().vec();
+  s.strides = t.layout() == at::kStrided ? t.strides().vec() : contiguousStrides(s.sizes);
+  fromScalarType(t.scalar_type(), s.dtype);
+  return s;
+}
+
+at::Tensor withSpecStrides(const at::Tensor &t, const TensorSpec &spec) {
+  if (t.numel() <= 1 || t.strides() == c10::IntArrayRef(spec.strides))
+    return t;
+  at::Tensor fixed = at::empty_strided(spec.sizes, spec.strides, t.options());
+  fixed.copy_(t);
+  return fixed;
+}
+
 c10::IValue argToIValue(const ArgValue &a, const c10::Argument &schemaArg,
                         const std::vector<at::Tensor> &values) {
   switch (a.kind) {
@@ -310,12 +328,7 @@ void CompiledGraph::runExtern(size_t index,
                 " but its Meta kernel predicted ", c10::IntArrayRef(s.sizes),
                 " ", toScalarType(s.dtype));
     // Later kernels were compiled for the predicted layout.
-    if (t.numel() > 1 && t.strides() != c10::IntArrayRef(s.strides)) {
-      at::Tensor fixed = at::empty_strided(s.sizes, s.strides, t.options());
-      fixed.copy_(t);
-      t = fixed;
-    }
-    values[e.outputs[i]] = std::move(t);
+    values[e.outputs[i]] = withSpecStrides(t, s);
   }
 }
 

@@ -28,6 +28,14 @@ bool fromScalarType(at::ScalarType s, DType &out);
 /// anything). DeviceBackend::fits supplies the backend's device.
 bool fitsSpec(const at::Tensor &t, const TensorSpec &spec, c10::DeviceType device);
 
+/// `t`'s sizes, strides and dtype (contiguous strides for layouts without
+/// strides, such as oneDNN's blocked weights, which only ATen calls read).
+TensorSpec specOf(const at::Tensor &t);
+
+/// `t` in `spec`'s strides: itself when they match (or nothing is indexed),
+/// else a copy laid out so, for code compiled for that layout.
+at::Tensor withSpecStrides(const at::Tensor &t, const TensorSpec &spec);
+
 /// The IValue of argument `a` of a recorded ATen call, tensors taken from
 /// `values` by value id (shared by the executor and training's replay).
 c10::IValue argToIValue(const ArgValue &a, const c10::Argument &schemaArg,

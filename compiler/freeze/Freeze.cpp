@@ -9,7 +9,6 @@
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/core/grad_mode.h>
 #include <ATen/TensorOperators.h>
-#include <ATen/ops/empty_strided.h>
 #include <ATen/ops/rsqrt.h>
 #include <ATen/ops/zeros_like.h>
 
@@ -21,27 +20,11 @@ namespace tgc {
 
 namespace {
 
-std::vector<int64_t> contiguousStridesOf(const std::vector<int64_t> &sizes) {
-  std::vector<int64_t> s(sizes.size(), 1);
-  for (int i = (int)sizes.size() - 2; i >= 0; --i)
-    s[i] = s[i + 1] * std::max<int64_t>(sizes[i + 1], 1);
-  return s;
-}
-
 /// NHWC strides of an NCHW-shaped 4-d tensor.
 std::vector<int64_t> channelsLastStrides(const std::vector<int64_t> &sizes) {
   const int64_t c = std::max<int64_t>(sizes[1], 1), h = std::max<int64_t>(sizes[2], 1),
                 w = std::max<int64_t>(sizes[3], 1);
   return {h * w * c, 1, w * c, c};
-}
-
-TensorSpec specOf(const at::Tensor &t) {
-  TensorSpec s;
-  s.sizes = t.sizes().vec();
-  // oneDNN's blocked tensors have no strides: only ATen calls read them.
-  s.strides = t.layout() == at::kStrided ? t.strides().vec() : contiguousStridesOf(s.sizes);
-  fromScalarType(t.scalar_type(), s.dtype);
-  return s;
 }
 
 bool isRandom(const std::string &op) {
@@ -237,14 +220,7 @@ private:
       for (size_t k = 0; k < results.size(); ++k)
         if (n.outputs[k] >= 0) {
           // The graph was compiled for the recorded layout.
-          const TensorSpec &s = seg_.values[n.outputs[k]];
-          at::Tensor r = results[k];
-          if (r.numel() > 1 && r.strides() != c10::IntArrayRef(s.strides)) {
-            at::Tensor fixed = at::empty_strided(s.sizes, s.strides, r.options());
-            fixed.copy_(r);
-            r = fixed;
-          }
-          known_[n.outputs[k]] = r;
+          known_[n.outputs[k]] = withSpecStrides(results[k], seg_.values[n.outputs[k]]);
           computed_.insert(n.outputs[k]);
           for (int t : tensorArgs(n))
             roots_[n.outputs[k]].insert(roots_[n.outputs[k]].end(), roots_[t].begin(),
@@ -428,7 +404,6 @@ private:
     } else {
       conv = std::move(call);
     }
-    fusedConvs_.insert(conv.outputs[0]);
     out_.fusedConvolutions++;
   }
 
@@ -597,10 +572,8 @@ private:
     for (int t : s.inputs)
       if (computed_.count(t))
         sources.insert(roots_[t].begin(), roots_[t].end());
-    for (size_t i : sources) {
+    for (size_t i : sources)
       out.sources.push_back(lifted_[i]);
-      out.versions.push_back(lifted_[i]._version());
-    }
   }
 
   size_t guards_;
@@ -615,7 +588,6 @@ private:
   std::vector<SegmentNode> nodes_;
   std::vector<int> uses_;
   std::unordered_set<size_t> deleted_;
-  std::unordered_set<int> fusedConvs_;
   Frozen out_;
 };
 

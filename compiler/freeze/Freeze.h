@@ -38,10 +38,9 @@ struct Frozen {
   Segment segment;
   std::vector<at::Tensor> kept;
   std::vector<at::Tensor> constants;
-  /// The lifted tensors the constants were computed from, and their
-  /// version counters then.
+  /// The lifted tensors the constants were computed from (Executable
+  /// guards them: Executable::guardFrozen).
   std::vector<at::Tensor> sources;
-  std::vector<uint32_t> versions;
   int foldedOps = 0;        ///< ops run at compile time
   int foldedBatchNorms = 0; ///< batch norms folded into a convolution
   int fusedConvolutions = 0; ///< convolutions made oneDNN calls

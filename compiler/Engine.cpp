@@ -17,6 +17,7 @@
 #include <c10/util/Exception.h>
 
 #include <atomic>
+#include <cstdio>
 #include <cstdlib>
 #include <iterator>
 #include <mutex>
@@ -40,7 +41,19 @@ std::string Stats::str() const {
 #define TGC_COUNTER(name, member, doc) name,
 #include "tgc/Counters.def"
   };
-  return countersText(values);
+  std::string text = countersText(values);
+  if (plan_runs > 0) {
+    auto per = [&](int64_t n) {
+      char buf[32];
+      std::snprintf(buf, sizeof buf, "%.2f", double(n) / double(plan_runs));
+      return std::string(buf);
+    };
+    text += "per plan run: extern_calls " + per(extern_calls) + ", view_calls " +
+            per(view_calls) + ", views_resolved " + per(views_resolved) +
+            ", executor_allocations " + per(executor_allocations) + ", kernel_launches " +
+            per(kernel_launches) + "\n";
+  }
+  return text;
 }
 
 namespace {

@@ -4,19 +4,25 @@
 #include "runtime/ContiguousStrides.h"
 
 #include <ATen/ops/empty.h>
-#include <ATen/ops/from_blob.h>
 
 #include "runtime/Counters.h"
 #include "runtime/Backend.h"
 #include "runtime/Log.h"
 
+#include <ATen/ops/addmm.h>
+#include <ATen/ops/as_strided.h>
+#include <ATen/ops/bmm.h>
 #include <ATen/ops/empty_strided.h>
+#include <ATen/ops/mm.h>
 #include <ATen/ops/scalar_tensor.h>
 #include <ATen/ops/zeros.h>
+#include <ATen/core/grad_mode.h>
 #include <c10/util/Exception.h>
+#include <c10/util/SmallVector.h>
 
 #include <atomic>
 #include <cstdlib>
+#include <deque>
 
 namespace tgc {
 
@@ -112,6 +118,163 @@ std::shared_ptr<CompiledGraph> CompiledGraph::loadWithLauncher(Plan plan, Kernel
   return g->prepare(error) ? g : nullptr;
 }
 
+namespace {
+
+/// A tensor over `storage` (shared, not copied) with `s`'s sizes, strides
+/// and dtype at element offset `offset`: an arena slot or a view the
+/// executor resolved, made without the dispatcher. Views share the base's
+/// version counter, as ATen's do.
+at::Tensor aliasTensor(const at::Tensor &owner, const TensorSpec &s, int64_t offset,
+                       bool shareVersion) {
+  auto impl = c10::make_intrusive<c10::TensorImpl>(
+      c10::TensorImpl::VIEW, c10::Storage(owner.storage()), owner.key_set(),
+      caffe2::TypeMeta::fromScalarType(toScalarType(s.dtype)));
+  impl->set_sizes_and_strides(s.sizes, s.strides, offset);
+  if (shareVersion && !impl->is_inference())
+    impl->set_version_counter(owner.unsafeGetTensorImpl()->version_counter());
+  return at::Tensor(std::move(impl));
+}
+
+/// Whether `t` can be the base of a view the executor makes: a plain
+/// strided tensor (not a oneDNN-blocked weight, a sparse or nested one, or
+/// one a Python subclass or functionalization wraps).
+bool aliasable(const at::Tensor &t) {
+  return t.defined() && t.layout() == at::kStrided && t.has_storage() &&
+         !t.key_set().has_any(c10::DispatchKeySet({c10::DispatchKey::Python,
+                                                   c10::DispatchKey::Functionalize,
+                                                   c10::DispatchKey::PythonTLSSnapshot}));
+}
+
+/// A Meta tensor with `s`'s layout at element offset `offset` of a storage
+/// large enough for offsets up to twice that.
+at::Tensor metaTensor(const TensorSpec &s, int64_t offset) {
+  int64_t span = 1;
+  for (size_t d = 0; d < s.sizes.size(); ++d)
+    span += std::max<int64_t>(s.sizes[d] - 1, 0) * std::abs(s.strides[d]);
+  at::Tensor storage =
+      at::empty({2 * offset + span + 1}, at::TensorOptions().dtype(toScalarType(s.dtype)).device(at::kMeta));
+  return storage.as_strided(s.sizes, s.strides, offset);
+}
+
+/// Element offsets used to tell views at relative offsets from absolute ones.
+constexpr int64_t kProbeOffset = 1 << 20;
+
+} // namespace
+
+bool CompiledGraph::resolveView(size_t index, ExternPrep &prep) const {
+  const ExternStep &e = plan_.externs[index];
+  const c10::FunctionSchema &schema = ops_[index].schema();
+  if (e.args.size() != schema.arguments().size() || e.outputs.empty())
+    return false;
+  // The one argument the results alias.
+  int base = -1;
+  for (size_t i = 0; i < e.args.size(); ++i) {
+    const c10::AliasInfo *alias = schema.arguments()[i].alias_info();
+    if (alias && alias->isWrite())
+      return false;
+    if (e.args[i].kind == ArgValue::TensorList)
+      return false;
+    if (alias && base < 0 && e.args[i].kind == ArgValue::Tensor)
+      base = e.args[i].tensors[0];
+  }
+  if (base < 0 && schema.name().find("unsafe") != std::string::npos && !e.args.empty() &&
+      e.args[0].kind == ArgValue::Tensor)
+    base = e.args[0].tensors[0]; // _unsafe_view: a view without the annotation
+  if (base < 0)
+    return false;
+  const TensorSpec &baseSpec = plan_.values[base];
+  for (int out : e.outputs) {
+    if (out < 0 || plan_.values[out].dtype != baseSpec.dtype)
+      return false;
+    // A returned view stays an ATen view: autograd's view tracking and
+    // in-place semantics on it are eager's.
+    for (int o : plan_.outputs)
+      if (o == out)
+        return false;
+  }
+  std::vector<int64_t> offsets[2];
+  const int64_t probes[2] = {0, kProbeOffset};
+  for (int round = 0; round < 2; ++round) {
+    std::vector<at::Tensor> metas(plan_.values.size());
+    for (const ArgValue &a : e.args)
+      if (a.kind == ArgValue::Tensor && a.tensors[0] >= 0 && !metas[a.tensors[0]].defined())
+        metas[a.tensors[0]] =
+            metaTensor(plan_.values[a.tensors[0]], a.tensors[0] == base ? probes[round] : 0);
+    std::vector<c10::IValue> stack;
+    try {
+      for (size_t i = 0; i < e.args.size(); ++i) {
+        if (e.args[i].kind == ArgValue::ScalarTensor)
+          return false; // a CPU scalar next to Meta tensors: not worth it
+        stack.push_back(argToIValue(e.args[i], schema.arguments()[i], metas));
+      }
+      ops_[index].callBoxed(&stack);
+    } catch (...) {
+      return false; // no Meta kernel, or it disagrees: the dispatcher decides
+    }
+    std::vector<at::Tensor> results;
+    if (!stackTensors(stack, results) || results.size() != e.outputs.size())
+      return false;
+    for (size_t i = 0; i < results.size(); ++i) {
+      const at::Tensor &r = results[i];
+      const TensorSpec &s = plan_.values[e.outputs[i]];
+      if (!r.defined() || !r.storage().is_alias_of(metas[base].storage()) ||
+          r.sizes() != c10::IntArrayRef(s.sizes) || r.scalar_type() != toScalarType(s.dtype))
+        return false;
+      for (size_t d = 0; d < s.sizes.size(); ++d)
+        if (s.sizes[d] > 1 && r.stride(d) != s.strides[d])
+          return false;
+      offsets[round].push_back(r.storage_offset() - probes[round]);
+    }
+  }
+  // Relative offsets move with the base; absolute ones (as_strided with a
+  // storage offset) would not be the same alias of an arena slot.
+  if (offsets[0] != offsets[1])
+    return false;
+  prep.kind = ExternPrep::View;
+  prep.base = base;
+  prep.offsetDelta = offsets[0];
+  return true;
+}
+
+bool CompiledGraph::prepareTyped(size_t index, ExternPrep &prep) const {
+  const ExternStep &e = plan_.externs[index];
+  if (!e.overload.empty() || e.outputs.size() != 1 || e.outputs[0] < 0)
+    return false;
+  auto tensorAt = [&](size_t i) {
+    return i < e.args.size() && e.args[i].kind == ArgValue::Tensor && e.args[i].tensors[0] >= 0;
+  };
+  auto scalarAt = [&](size_t i, at::Scalar &out) {
+    if (i >= e.args.size())
+      return false;
+    if (e.args[i].kind == ArgValue::Int)
+      out = e.args[i].i;
+    else if (e.args[i].kind == ArgValue::Double)
+      out = e.args[i].d;
+    else
+      return false;
+    return true;
+  };
+  ExternPrep::Kind kind;
+  size_t tensors;
+  if (e.op == "aten::mm" && e.args.size() == 2)
+    kind = ExternPrep::Mm, tensors = 2;
+  else if (e.op == "aten::bmm" && e.args.size() == 2)
+    kind = ExternPrep::Bmm, tensors = 2;
+  else if (e.op == "aten::addmm" && e.args.size() == 5)
+    kind = ExternPrep::Addmm, tensors = 3;
+  else
+    return false;
+  for (size_t i = 0; i < tensors; ++i)
+    if (!tensorAt(i))
+      return false;
+  if (kind == ExternPrep::Addmm && (!scalarAt(3, prep.beta) || !scalarAt(4, prep.alpha)))
+    return false;
+  prep.kind = kind;
+  for (size_t i = 0; i < tensors; ++i)
+    prep.operands.push_back(e.args[i].tensors[0]);
+  return true;
+}
+
 bool CompiledGraph::prepare(std::string &error) {
   const Plan &p = plan_;
   for (const ExternStep &e : p.externs) {
@@ -120,39 +283,79 @@ bool CompiledGraph::prepare(std::string &error) {
       error = "this LibTorch has no operator " + e.op + "." + e.overload;
       return false;
     }
+    if (op->schema().arguments().size() != e.args.size()) {
+      error = "the plan calls " + e.op + "." + e.overload + " with " +
+              std::to_string(e.args.size()) + " arguments; this LibTorch's takes " +
+              std::to_string(op->schema().arguments().size());
+      return false;
+    }
     ops_.push_back(*op);
     const auto &returns = op->schema().returns();
     isView_.push_back(!returns.empty() && returns[0].alias_info() &&
                          !returns[0].alias_info()->isWrite());
   }
-  // Buffer reuse: an ATen call with any alias annotation (a view, an
-  // in-place or out= form) might keep an alias of its arguments.
-  std::vector<bool> mayAlias;
-  for (const c10::OperatorHandle &op : ops_) {
+  // How each extern runs, and what that means for buffer reuse: an ATen
+  // call with any alias annotation (a view, an in-place or out= form)
+  // might keep an alias of its arguments; a view the executor resolves
+  // is an alias it tracks.
+  std::vector<ExternMemory> externMemory(p.externs.size());
+  prep_.resize(p.externs.size());
+  for (size_t i = 0; i < p.externs.size(); ++i) {
+    const c10::FunctionSchema &schema = ops_[i].schema();
     bool alias = false;
-    for (const auto &a : op.schema().arguments())
+    for (const auto &a : schema.arguments())
       alias |= a.alias_info() != nullptr;
-    for (const auto &r : op.schema().returns())
+    for (const auto &r : schema.returns())
       alias |= r.alias_info() != nullptr;
     // _unsafe_view, unsafe_split, unsafe_chunk return views without saying so.
-    alias |= op.schema().name().find("unsafe") != std::string::npos;
-    mayAlias.push_back(alias);
+    alias |= schema.name().find("unsafe") != std::string::npos;
+    ExternPrep &prep = prep_[i];
+    if (alias && resolveView(i, prep)) {
+      externMemory[i] = {ExternMemory::ResolvedView, prep.base};
+      continue;
+    }
+    if (!alias && prepareTyped(i, prep)) {
+      externMemory[i].kind = ExternMemory::IntoArena;
+      continue;
+    }
+    externMemory[i].kind = alias ? ExternMemory::MayAlias : ExternMemory::Fresh;
+    // Boxed: constants converted once.
+    const ExternStep &e = p.externs[i];
+    std::vector<at::Tensor> none(p.values.size());
+    for (size_t a = 0; a < e.args.size(); ++a) {
+      const ArgValue &arg = e.args[a];
+      if (arg.kind == ArgValue::Tensor) {
+        prep.tensorArgs.push_back({uint32_t(a), arg.tensors[0]});
+        prep.stack.emplace_back();
+      } else if (arg.kind == ArgValue::TensorList) {
+        prep.listArgs.push_back(uint32_t(a));
+        prep.stack.emplace_back();
+      } else {
+        prep.stack.push_back(argToIValue(arg, schema.arguments()[a], none));
+      }
+    }
   }
-  memory_ = planMemory(p, mayAlias);
+  memory_ = planMemory(p, externMemory);
   counters().arenaBytes = memory_.arenaBytes;
   counters().unsharedBytes = memory_.unsharedBytes;
-  if (logEnabled("memory"))
+  if (logEnabled("memory")) {
+    size_t views = 0, typed = 0;
+    for (const ExternPrep &x : prep_)
+      views += x.kind == ExternPrep::View, typed += x.kind >= ExternPrep::Mm;
     log("memory", "graph: arena of " + std::to_string(memory_.arenaBytes) +
                       " bytes for intermediates (" + std::to_string(memory_.unsharedBytes) +
-                      " without reuse, peak live " + std::to_string(memory_.peakLiveBytes) + ")");
+                      " without reuse, peak live " + std::to_string(memory_.peakLiveBytes) +
+                      "); " + std::to_string(views) + " of " + std::to_string(prep_.size()) +
+                      " ATen calls are views resolved at load, " + std::to_string(typed) +
+                      " typed calls");
+  }
   return true;
 }
 
 void CompiledGraph::runKernel(const KernelStep &k,
                               std::vector<at::Tensor> &values,
                               const at::Device &device, const at::Tensor &arena) const {
-  std::vector<void *> buffers;
-  buffers.reserve(k.inputs.size() + k.outputs.size());
+  c10::SmallVector<void *, 16> buffers;
   for (int v : k.inputs) {
     // A kernel dereferences what it is given: a tensor on another device
     // (an ATen call that made a CPU tensor in a CUDA graph) is an error
@@ -163,13 +366,15 @@ void CompiledGraph::runKernel(const KernelStep &k,
   }
   for (int v : k.outputs) {
     const TensorSpec &s = plan_.values[v];
-    auto options = at::TensorOptions().dtype(toScalarType(s.dtype)).device(device);
     int64_t offset = memory_.offset[v];
-    if (offset >= 0 && arena.defined())
-      values[v] = at::from_blob(static_cast<uint8_t *>(arena.data_ptr()) + offset, s.sizes,
-                                s.strides, [keep = arena](void *) {}, options);
-    else
-      values[v] = at::empty_strided(s.sizes, s.strides, options);
+    if (offset >= 0 && arena.defined()) {
+      values[v] = aliasTensor(arena, s, offset / int64_t(at::elementSize(toScalarType(s.dtype))),
+                              false);
+    } else {
+      values[v] = at::empty_strided(
+          s.sizes, s.strides, at::TensorOptions().dtype(toScalarType(s.dtype)).device(device));
+      counters().executorAllocations++;
+    }
     buffers.push_back(values[v].data_ptr());
   }
   size_t index = &k - plan_.kernels.data();
@@ -189,7 +394,7 @@ void CompiledGraph::runKernel(const KernelStep &k,
     record = at::zeros({2}, at::TensorOptions().dtype(at::kLong).device(device));
     buffers.push_back(record.data_ptr());
   }
-  std::vector<void *> args;
+  c10::SmallVector<void *, 16> args;
   for (void *&b : buffers)
     args.push_back(&b);
   launcher_(index, k, device, args.data());
@@ -219,9 +424,29 @@ TensorSpec specOf(const at::Tensor &t) {
 at::Tensor withSpecStrides(const at::Tensor &t, const TensorSpec &spec) {
   if (t.numel() <= 1 || t.strides() == c10::IntArrayRef(spec.strides))
     return t;
+  // Strides of size-1 dimensions never index anything ([N,C,1,1] pooled
+  // channels-last is also contiguous).
+  bool same = t.dim() == int64_t(spec.strides.size());
+  for (int64_t d = 0; same && d < t.dim(); ++d)
+    same = t.size(d) <= 1 || t.stride(d) == spec.strides[d];
+  if (same)
+    return t;
   at::Tensor fixed = at::empty_strided(spec.sizes, spec.strides, t.options());
   fixed.copy_(t);
   return fixed;
+}
+
+bool stackTensors(const std::vector<c10::IValue> &stack, std::vector<at::Tensor> &out) {
+  for (const c10::IValue &v : stack) {
+    if (v.isTensorList())
+      for (const at::Tensor &t : v.toTensorVector())
+        out.push_back(t);
+    else if (v.isTensor())
+      out.push_back(v.toTensor());
+    else
+      return false;
+  }
+  return true;
 }
 
 c10::IValue argToIValue(const ArgValue &a, const c10::Argument &schemaArg,
@@ -285,51 +510,176 @@ c10::IValue argToIValue(const ArgValue &a, const c10::Argument &schemaArg,
   return c10::IValue();
 }
 
-void CompiledGraph::runExtern(size_t index,
-                              std::vector<at::Tensor> &values) const {
+/// Per thread and nesting depth (an ATen call may run another compiled
+/// graph): the vectors one run reuses, so a replay allocates none.
+struct CompiledGraph::Scratch {
+  std::vector<at::Tensor> values;
+  std::vector<c10::IValue> stack;
+  std::vector<at::Tensor> results;
+};
+
+namespace {
+
+struct ScratchPool {
+  std::deque<CompiledGraph::Scratch> entries; // grows to the deepest nesting; never moves
+  size_t depth = 0;
+};
+thread_local ScratchPool scratchPool;
+
+/// One run's Scratch: the pool's entry at this depth, cleared on return.
+class ScratchLease {
+public:
+  explicit ScratchLease(size_t values) {
+    ScratchPool &p = scratchPool;
+    if (p.depth == p.entries.size())
+      p.entries.emplace_back();
+    s_ = &p.entries[p.depth++];
+    s_->values.resize(values);
+  }
+  ~ScratchLease() {
+    s_->values.clear(); // releases the run's tensors, keeps the capacity
+    s_->stack.clear();
+    s_->results.clear();
+    --scratchPool.depth;
+  }
+  CompiledGraph::Scratch &operator*() const { return *s_; }
+
+private:
+  CompiledGraph::Scratch *s_;
+};
+
+} // namespace
+
+void CompiledGraph::bindResult(size_t index, size_t i, at::Tensor t,
+                               std::vector<at::Tensor> &values) const {
+  const ExternStep &e = plan_.externs[index];
+  const int v = e.outputs[i];
+  if (v < 0)
+    return; // a result the op leaves undefined (backward ops' output_mask)
+  const TensorSpec &s = plan_.values[v];
+  if (!memory_.read[v]) {
+    // Nothing reads it (layer norm's statistics in inference): where ATen
+    // and its Meta kernel disagree (empty inputs), it does not matter.
+    values[v] = std::move(t);
+    return;
+  }
+  TORCH_CHECK(t.sizes() == c10::IntArrayRef(s.sizes) && t.scalar_type() == toScalarType(s.dtype),
+              "tgc: ", e.op, " produced ", t.sizes(), " ", t.scalar_type(),
+              " but its Meta kernel predicted ", c10::IntArrayRef(s.sizes), " ",
+              toScalarType(s.dtype));
+  // Later kernels were compiled for the predicted layout.
+  at::Tensor laid = withSpecStrides(t, s);
+  if (!laid.is_same(t)) {
+    counters().executorAllocations++;
+    if (logEnabled("executor"))
+      log("executor", "copied the result of " + e.op + " to the plan's strides " +
+                          c10::str(c10::IntArrayRef(s.strides)) + " from " +
+                          c10::str(t.strides()));
+  }
+  values[v] = std::move(laid);
+}
+
+bool CompiledGraph::runView(size_t index, std::vector<at::Tensor> &values) const {
+  const ExternPrep &p = prep_[index];
+  const at::Tensor &base = values[p.base];
+  // Under autograd (a plan of ATen calls run op by op for a segment that
+  // needs gradients) a view is autograd's to make: it records the backward.
+  if (!aliasable(base) || (base.requires_grad() && at::GradMode::is_enabled()))
+    return false;
+  const ExternStep &e = plan_.externs[index];
+  const int64_t offset = base.storage_offset();
+  for (size_t i = 0; i < e.outputs.size(); ++i)
+    values[e.outputs[i]] =
+        aliasTensor(base, plan_.values[e.outputs[i]], offset + p.offsetDelta[i], true);
+  counters().viewsResolved++;
+  return true;
+}
+
+void CompiledGraph::runTyped(size_t index, std::vector<at::Tensor> &values,
+                             const at::Tensor &arena) const {
+  const ExternPrep &p = prep_[index];
+  const ExternStep &e = plan_.externs[index];
+  const int out = e.outputs[0];
+  const at::Tensor &a = values[p.operands[0]];
+  const at::Tensor &b = values[p.operands[1]];
+  counters().externCalls++;
+  const int64_t offset = memory_.offset[out];
+  // out= forms refuse arguments that require grad while grad mode is on (a
+  // plan run outside the training path's autograd Function).
+  bool grad = false;
+  if (at::GradMode::is_enabled())
+    for (int v : p.operands)
+      grad = grad || values[v].requires_grad();
+  if (offset >= 0 && arena.defined() && !grad) {
+    const TensorSpec &s = plan_.values[out];
+    at::Tensor slot =
+        aliasTensor(arena, s, offset / int64_t(at::elementSize(toScalarType(s.dtype))), false);
+    switch (p.kind) {
+    case ExternPrep::Mm: at::mm_out(slot, a, b); break;
+    case ExternPrep::Bmm: at::bmm_out(slot, a, b); break;
+    case ExternPrep::Addmm: at::addmm_out(slot, a, b, values[p.operands[2]], p.beta, p.alpha); break;
+    default: TORCH_CHECK(false, "tgc: extern ", e.op, " has no typed form");
+    }
+    // out= may resize a slot it disagrees with: that would be a new buffer
+    // outside the arena, so say so rather than return what it holds.
+    TORCH_CHECK(slot.sizes() == c10::IntArrayRef(s.sizes) && slot.strides() == c10::IntArrayRef(s.strides),
+                "tgc: ", e.op, " wrote ", slot.sizes(), " but its Meta kernel predicted ",
+                c10::IntArrayRef(s.sizes));
+    counters().externOutCalls++;
+    values[out] = std::move(slot);
+    return;
+  }
+  at::Tensor r;
+  switch (p.kind) {
+  case ExternPrep::Mm: r = at::mm(a, b); break;
+  case ExternPrep::Bmm: r = at::bmm(a, b); break;
+  case ExternPrep::Addmm: r = at::addmm(a, b, values[p.operands[2]], p.beta, p.alpha); break;
+  default: TORCH_CHECK(false, "tgc: extern ", e.op, " has no typed form");
+  }
+  bindResult(index, 0, std::move(r), values);
+}
+
+void CompiledGraph::runExtern(size_t index, Scratch &scratch, const at::Tensor &arena) const {
+  const ExternPrep &p = prep_[index];
+  std::vector<at::Tensor> &values = scratch.values;
+  if (p.kind == ExternPrep::View && runView(index, values))
+    return;
+  if (p.kind >= ExternPrep::Mm) {
+    runTyped(index, values, arena);
+    return;
+  }
   const ExternStep &e = plan_.externs[index];
   const c10::OperatorHandle &op = ops_[index];
-  const auto &schemaArgs = op.schema().arguments();
-  std::vector<c10::IValue> stack;
-  stack.reserve(e.args.size());
-  for (size_t i = 0; i < e.args.size(); ++i)
-    stack.push_back(argToIValue(e.args[i], schemaArgs[i], values));
+  std::vector<c10::IValue> &stack = scratch.stack;
+  stack.clear();
+  if (p.kind == ExternPrep::View) {
+    // Its base is not a plain strided tensor this time: the dispatcher's view.
+    const auto &schemaArgs = op.schema().arguments();
+    for (size_t i = 0; i < e.args.size(); ++i)
+      stack.push_back(argToIValue(e.args[i], schemaArgs[i], values));
+  } else {
+    stack.insert(stack.end(), p.stack.begin(), p.stack.end());
+    for (auto [slot, v] : p.tensorArgs)
+      stack[slot] = values[v];
+    const auto &schemaArgs = op.schema().arguments();
+    for (uint32_t slot : p.listArgs)
+      stack[slot] = argToIValue(e.args[slot], schemaArgs[slot], values);
+  }
   op.callBoxed(&stack);
   if (isView_[index])
     counters().viewCalls++;
   else
     counters().externCalls++;
-  // Ops returning Tensor[] (split, unbind) leave one list on the stack.
-  std::vector<at::Tensor> results;
-  for (const c10::IValue &v : stack) {
-    if (v.isTensorList())
-      for (const at::Tensor &t : v.toTensorVector())
-        results.push_back(t);
-    else
-      results.push_back(v.toTensor());
-  }
-  TORCH_CHECK(results.size() == e.outputs.size(), "tgc: ", e.op,
-              " returned ", results.size(), " tensors, the plan expects ",
-              e.outputs.size());
-  for (size_t i = 0; i < e.outputs.size(); ++i) {
-    if (e.outputs[i] < 0)
-      continue; // a result the op leaves undefined (backward ops' output_mask)
-    at::Tensor t = results[i];
-    const TensorSpec &s = plan_.values[e.outputs[i]];
-    if (!memory_.read[e.outputs[i]]) {
-      // Nothing reads it (layer norm's statistics in inference): where ATen
-      // and its Meta kernel disagree (empty inputs), it does not matter.
-      values[e.outputs[i]] = std::move(t);
-      continue;
-    }
-    TORCH_CHECK(t.sizes() == c10::IntArrayRef(s.sizes) &&
-                    t.scalar_type() == toScalarType(s.dtype),
-                "tgc: ", e.op, " produced ", t.sizes(), " ", t.scalar_type(),
-                " but its Meta kernel predicted ", c10::IntArrayRef(s.sizes),
-                " ", toScalarType(s.dtype));
-    // Later kernels were compiled for the predicted layout.
-    values[e.outputs[i]] = withSpecStrides(t, s);
-  }
+  std::vector<at::Tensor> &results = scratch.results;
+  results.clear();
+  const bool tensors = stackTensors(stack, results);
+  stack.clear();
+  TORCH_CHECK(tensors && results.size() == e.outputs.size(), "tgc: ", e.op, " returned ",
+              results.size(), " tensors", tensors ? "" : " and something else",
+              ", the plan expects ", e.outputs.size());
+  for (size_t i = 0; i < e.outputs.size(); ++i)
+    bindResult(index, i, std::move(results[i]), values);
+  results.clear();
 }
 
 namespace {
@@ -359,13 +709,15 @@ at::Tensor CompiledGraph::takeArena(const at::Device &device) const {
       return std::move(spareArena_);
     }
   }
+  counters().executorAllocations++;
   return at::empty({memory_.arenaBytes}, at::TensorOptions().dtype(at::kByte).device(device));
 }
 
 void CompiledGraph::giveBackArena(at::Tensor arena) const {
   // Only a CPU arena no view outlived: a CUDA arena's reuse would have to
   // follow streams, which the caching allocator already does.
-  if (!arena.defined() || !arena.is_cpu() || arena.use_count() != 1)
+  if (!arena.defined() || !arena.is_cpu() || arena.use_count() != 1 ||
+      arena.storage().use_count() != 1)
     return;
   const int64_t bytes = int64_t(arena.nbytes());
   std::lock_guard<std::mutex> lock(arenaMutex_);
@@ -383,27 +735,31 @@ std::vector<at::Tensor>
 CompiledGraph::run(const std::vector<at::Tensor> &inputs) const {
   TORCH_CHECK(inputs.size() == plan_.inputs.size(), "tgc: the graph takes ",
               plan_.inputs.size(), " inputs, got ", inputs.size());
-  std::vector<at::Tensor> values(plan_.values.size());
-  for (size_t i = 0; i < inputs.size(); ++i)
-    values[plan_.inputs[i]] = inputs[i];
-  at::Device device = inputs.empty() ? at::Device(plan_.device) : inputs[0].device();
-  at::Tensor arena;
-  if (memory_.arenaBytes > 0)
-    arena = takeArena(device);
-  for (size_t s = 0; s < plan_.steps.size(); ++s) {
-    const Step &st = plan_.steps[s];
-    if (st.kind == Step::Kernel)
-      runKernel(plan_.kernels[st.index], values, device, arena);
-    else
-      runExtern(st.index, values);
-    for (int v : memory_.releaseAfter[s])
-      values[v].reset();
-  }
+  counters().planRuns++;
   std::vector<at::Tensor> outputs;
-  outputs.reserve(plan_.outputs.size());
-  for (int v : plan_.outputs)
-    outputs.push_back(values[v]);
-  values.clear();
+  at::Tensor arena;
+  {
+    ScratchLease lease(plan_.values.size());
+    Scratch &scratch = *lease;
+    std::vector<at::Tensor> &values = scratch.values;
+    for (size_t i = 0; i < inputs.size(); ++i)
+      values[plan_.inputs[i]] = inputs[i];
+    at::Device device = inputs.empty() ? at::Device(plan_.device) : inputs[0].device();
+    if (memory_.arenaBytes > 0)
+      arena = takeArena(device);
+    for (size_t s = 0; s < plan_.steps.size(); ++s) {
+      const Step &st = plan_.steps[s];
+      if (st.kind == Step::Kernel)
+        runKernel(plan_.kernels[st.index], values, device, arena);
+      else
+        runExtern(st.index, scratch, arena);
+      for (int v : memory_.releaseAfter[s])
+        values[v].reset();
+    }
+    outputs.reserve(plan_.outputs.size());
+    for (int v : plan_.outputs)
+      outputs.push_back(values[v]);
+  } // the lease releases every intermediate before the arena goes back
   giveBackArena(std::move(arena));
   return outputs;
 }

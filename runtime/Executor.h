@@ -41,6 +41,10 @@ at::Tensor withSpecStrides(const at::Tensor &t, const TensorSpec &spec);
 c10::IValue argToIValue(const ArgValue &a, const c10::Argument &schemaArg,
                         const std::vector<at::Tensor> &values);
 
+/// The tensors a boxed call left on `stack`, Tensor[] results flattened
+/// (split, unbind), appended to `out`; false when an entry is not a tensor.
+bool stackTensors(const std::vector<c10::IValue> &stack, std::vector<at::Tensor> &out);
+
 /// Launches kernel `index` of a CUDA plan on `device`. `args` holds one
 /// pointer per kernel parameter, as cuLaunchKernel takes them: to each
 /// buffer's address (inputs, then outputs), then to the index-error
@@ -88,13 +92,52 @@ public:
   ~CompiledGraph();
 
 private:
-  /// Resolves extern ops and plans memory (arena slots and, from the same
-  /// liveness, when each intermediate is released).
+  /// How one extern step runs, decided once when the plan is loaded.
+  struct ExternPrep {
+    enum Kind : int8_t {
+      Boxed, ///< through the dispatcher's boxed call, arguments prebuilt
+      View,  ///< an alias of `base` the executor makes (no ATen call)
+      Mm, Addmm, Bmm, ///< typed calls, out= into the arena where it has a slot
+    } kind = Boxed;
+    /// Boxed: the arguments as IValues, constants converted once; tensor
+    /// arguments are filled in per call from (stack slot, value id), tensor
+    /// lists rebuilt per call.
+    std::vector<c10::IValue> stack;
+    std::vector<std::pair<uint32_t, int>> tensorArgs;
+    std::vector<uint32_t> listArgs;
+    /// View: the aliased value and each result's storage offset relative
+    /// to its own.
+    int base = -1;
+    std::vector<int64_t> offsetDelta;
+    /// Typed: tensor operands by value id, then beta and alpha (Addmm).
+    std::vector<int> operands;
+    at::Scalar beta = 1, alpha = 1;
+  };
+
+public:
+  /// The vectors one run reuses (Executor.cpp keeps one per thread and
+  /// nesting depth).
+  struct Scratch;
+
+private:
+  /// Resolves extern ops, decides how each runs (ExternPrep) and plans
+  /// memory (arena slots and, from the same liveness, when each
+  /// intermediate is released).
   bool prepare(std::string &error);
+  /// A view step's layouts, computed on Meta tensors of the plan's specs:
+  /// false when the op does not return plain aliases of one argument at
+  /// offsets relative to its own (then it stays a dispatcher call).
+  bool resolveView(size_t index, ExternPrep &prep) const;
+  bool prepareTyped(size_t index, ExternPrep &prep) const;
   void checkIndexError(const KernelStep &k, const int64_t error[2]) const;
   void runKernel(const KernelStep &k, std::vector<at::Tensor> &values,
                  const at::Device &device, const at::Tensor &arena) const;
-  void runExtern(size_t index, std::vector<at::Tensor> &values) const;
+  void runExtern(size_t index, Scratch &scratch, const at::Tensor &arena) const;
+  bool runView(size_t index, std::vector<at::Tensor> &values) const;
+  void runTyped(size_t index, std::vector<at::Tensor> &values, const at::Tensor &arena) const;
+  /// Binds result `i` of extern `index` to its value, laid out as the plan
+  /// says (later kernels were compiled for that layout).
+  void bindResult(size_t index, size_t i, at::Tensor t, std::vector<at::Tensor> &values) const;
 
   Plan plan_;
   std::shared_ptr<SharedObject> object_;
@@ -102,6 +145,7 @@ private:
   KernelLauncher launcher_; ///< CUDA plans
   std::vector<c10::OperatorHandle> ops_;
   std::vector<bool> isView_; ///< the op returns an alias of an input (no work)
+  std::vector<ExternPrep> prep_;
   /// An arena for this run: the spare one on the CPU, else a new one.
   at::Tensor takeArena(const at::Device &device) const;
   /// Keeps `arena` as the spare when nothing else holds it.

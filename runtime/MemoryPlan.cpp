@@ -37,15 +37,26 @@ struct Liveness {
   std::vector<bool> read;   ///< read by a step or returned
 };
 
-Liveness liveness(const Plan &plan, const std::vector<bool> &externMayAlias) {
+Liveness liveness(const Plan &plan, const std::vector<ExternMemory> &externs) {
   const size_t n = plan.values.size();
   Liveness l{std::vector<int>(n, -1), std::vector<int>(n, -1), std::vector<bool>(n, false),
              std::vector<bool>(n, false)};
+  // The buffer each value lives in: its own, or a resolved view's base's.
+  std::vector<int> root(n);
+  for (size_t v = 0; v < n; ++v)
+    root[v] = int(v);
+  auto kindOf = [&](int e) {
+    return size_t(e) < externs.size() ? externs[e] : ExternMemory{};
+  };
   for (size_t s = 0; s < plan.steps.size(); ++s) {
-    auto use = [&](int v) { l.last[v] = std::max(l.last[v], (int)s); };
+    auto use = [&](int v) {
+      l.last[v] = std::max(l.last[v], (int)s);
+      l.last[root[v]] = std::max(l.last[root[v]], (int)s);
+    };
     auto read = [&](int v) {
       use(v);
       l.read[v] = true;
+      l.read[root[v]] = true;
     };
     const Step &st = plan.steps[s];
     if (st.kind == Step::Kernel) {
@@ -60,22 +71,34 @@ Liveness liveness(const Plan &plan, const std::vector<bool> &externMayAlias) {
       continue;
     }
     const ExternStep &e = plan.externs[st.index];
+    const ExternMemory m = kindOf(st.index);
     for (const ArgValue &a : e.args)
       for (int v : a.tensors)
         if (v >= 0) {
           read(v);
-          if (externMayAlias[st.index])
-            l.arena[v] = false; // an alias could outlive the slot
+          if (m.kind == ExternMemory::MayAlias)
+            l.arena[root[v]] = false; // an alias could outlive the slot
         }
-    for (int v : e.outputs)
-      if (v >= 0)
-        use(v);
+    for (size_t i = 0; i < e.outputs.size(); ++i) {
+      int v = e.outputs[i];
+      if (v < 0)
+        continue;
+      if (m.kind == ExternMemory::ResolvedView && m.base >= 0)
+        root[v] = root[m.base];
+      if (m.kind == ExternMemory::IntoArena && i == 0) {
+        l.arena[v] = true;
+        l.first[v] = s;
+      }
+      use(v);
+    }
   }
   for (int v : plan.inputs)
     l.arena[v] = false;
   for (int v : plan.outputs) {
     l.arena[v] = false;
+    l.arena[root[v]] = false; // a returned alias keeps its base's bytes
     l.read[v] = true;
+    l.read[root[v]] = true;
   }
   return l;
 }
@@ -96,11 +119,11 @@ std::vector<std::vector<int>> releases(const Plan &plan, const Liveness &l) {
 
 } // namespace
 
-MemoryPlan planMemory(const Plan &plan, const std::vector<bool> &externMayAlias) {
+MemoryPlan planMemory(const Plan &plan, const std::vector<ExternMemory> &externs) {
   const size_t n = plan.values.size();
   MemoryPlan mp;
   mp.offset.assign(n, -1);
-  Liveness l = liveness(plan, externMayAlias);
+  Liveness l = liveness(plan, externs);
   mp.releaseAfter = releases(plan, l);
   mp.read = l.read;
   const std::vector<int> &first = l.first, &last = l.last;

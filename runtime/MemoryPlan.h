@@ -34,12 +34,27 @@ struct MemoryPlan {
   std::vector<bool> read;
 };
 
-/// Plans the arena. `externMayAlias[i]` says extern step i may return or
-/// keep an alias of a tensor argument (views, in-place ops, out= forms).
-/// Offsets are 64-byte aligned; two buffers share bytes only when one's
-/// last use comes before the other's first write. Liveness is computed
-/// here once, for the arena and for releaseAfter.
-MemoryPlan planMemory(const Plan &plan, const std::vector<bool> &externMayAlias);
+/// How the executor runs one extern step, as far as memory is concerned.
+struct ExternMemory {
+  enum Kind : int8_t {
+    Fresh,     ///< returns new tensors and keeps no alias of its arguments
+    MayAlias,  ///< may return or keep an alias of a tensor argument
+    /// A view the executor makes itself (an alias of value `base`, no ATen
+    /// call): its results' uses are uses of `base`'s buffer, so that buffer
+    /// may sit in the arena as long as no alias leaves the run.
+    ResolvedView,
+    /// Writes its first output into an arena buffer through an out= form.
+    IntoArena,
+  } kind = Fresh;
+  int base = -1; ///< ResolvedView: the value its results alias
+};
+
+/// Plans the arena over the extern steps' `externs` kinds (one per
+/// Plan::externs entry; missing ones are Fresh). Offsets are 64-byte
+/// aligned; two buffers share bytes only when one's last use (or its
+/// aliases' last use) comes before the other's first write. Liveness is
+/// computed here once, for the arena and for releaseAfter.
+MemoryPlan planMemory(const Plan &plan, const std::vector<ExternMemory> &externs);
 
 } // namespace tgc
 

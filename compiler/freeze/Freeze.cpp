@@ -197,16 +197,7 @@ private:
         stack.push_back(argToIValue(n.args[i], schemaArgs[i], known_));
       op->callBoxed(&stack);
       std::vector<at::Tensor> results;
-      for (const c10::IValue &v : stack) {
-        if (v.isTensorList())
-          for (const at::Tensor &t : v.toTensorVector())
-            results.push_back(t);
-        else if (v.isTensor())
-          results.push_back(v.toTensor());
-        else
-          return false;
-      }
-      if (results.size() != n.outputs.size())
+      if (!stackTensors(stack, results) || results.size() != n.outputs.size())
         return false;
       for (size_t k = 0; k < results.size(); ++k) {
         int o = n.outputs[k];
@@ -518,10 +509,24 @@ private:
       seg_.values[v].strides = channelsLastStrides(seg_.values[v].sizes);
       channelsLast.insert(v);
     };
+    auto isPooling = [](const SegmentNode &n) {
+      return n.op == "aten::max_pool2d_with_indices" || n.op == "aten::adaptive_avg_pool2d" ||
+             n.op == "aten::avg_pool2d" || n.op == "aten::_adaptive_avg_pool2d";
+    };
     for (const SegmentNode &n : nodes_) {
       if (n.op == "mkldnn::_convolution_pointwise") {
         if (layoutFree(n.outputs[0]))
           makeChannelsLast(n.outputs[0]);
+        continue;
+      }
+      // ATen's CPU pooling keeps a channels-last input's layout (indices
+      // included): a result planned NCHW would be copied on every call.
+      if (isPooling(n)) {
+        std::vector<int> in = tensorArgs(n);
+        if (!in.empty() && channelsLast.count(in[0]))
+          for (int o : n.outputs)
+            if (o >= 0 && seg_.values[o].sizes.size() == 4 && layoutFree(o))
+              makeChannelsLast(o);
         continue;
       }
       if (n.mutates || ops::loweringOf(n.op, n.overload) == ops::Lowering::Extern ||

@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 namespace {
 
 using namespace tgc;
@@ -23,9 +25,23 @@ Plan chain(int n) {
   return p;
 }
 
+ArgValue tensorArg(int v) {
+  ArgValue a;
+  a.kind = ArgValue::Tensor;
+  a.tensors = {v};
+  return a;
+}
+
+/// Appends value %out ([1024] f32) and extern `op`(%in) -> %out; the caller
+/// places its step.
+void addExtern(Plan &p, const char *op, int in, int out) {
+  p.values.push_back({{1024}, {1}, DType::Float32});
+  p.externs.push_back({op, "", {tensorArg(in)}, {out}});
+}
+
 TEST(MemoryPlan, ChainPingPongs) {
   Plan p = chain(5);
-  MemoryPlan mp = planMemory(p, {});
+  MemoryPlan mp = planMemory(p, std::vector<ExternMemory>{});
   // Four intermediates of 4 KiB; at most two alive at once.
   EXPECT_EQ(mp.unsharedBytes, 4 * 4096);
   EXPECT_EQ(mp.arenaBytes, 2 * 4096);
@@ -39,17 +55,9 @@ TEST(MemoryPlan, ChainPingPongs) {
 TEST(MemoryPlan, EachIntermediateIsReleasedAfterItsLastUse) {
   // The executor releases from this list: the same liveness as the arena's.
   Plan p = chain(5);
-  ExternStep e; // step 5 reads %2 again and writes %6, which nothing reads
-  ArgValue a;
-  a.kind = ArgValue::Tensor;
-  a.tensors = {2};
-  e.op = "aten::neg";
-  e.args = {a};
-  e.outputs = {6};
-  p.values.push_back({{1024}, {1}, DType::Float32});
-  p.externs.push_back(e);
+  addExtern(p, "aten::neg", 2, 6); // step 5 reads %2 again and writes %6, which nothing reads
   p.steps.push_back({Step::Extern, 0});
-  MemoryPlan mp = planMemory(p, {false});
+  MemoryPlan mp = planMemory(p, {{ExternMemory::Fresh}});
   std::vector<std::vector<int>> want = {{}, {1}, {}, {3}, {4}, {2, 6}};
   EXPECT_EQ(mp.releaseAfter, want) << "inputs and outputs are never released";
   EXPECT_NE(mp.offset[2], mp.offset[3]) << "%2 lives until step 5";
@@ -67,7 +75,7 @@ TEST(MemoryPlan, LiveBuffersNeverOverlap) {
   for (int i = 0; i < 4; ++i)
     p.steps.push_back({Step::Kernel, i});
   p.outputs = {4};
-  MemoryPlan mp = planMemory(p, {});
+  MemoryPlan mp = planMemory(p, std::vector<ExternMemory>{});
   ASSERT_GE(mp.offset[1], 0);
   ASSERT_GE(mp.offset[2], 0);
   ASSERT_GE(mp.offset[3], 0);
@@ -84,17 +92,74 @@ TEST(MemoryPlan, LiveBuffersNeverOverlap) {
 TEST(MemoryPlan, BuffersAnAliasingCallReadsStayApart) {
   Plan p = chain(3);
   // An ATen view of value 1 (the output of k0), say.
-  ExternStep e{"aten::view", "", {}, {4}};
-  ArgValue a;
-  a.kind = ArgValue::Tensor;
-  a.tensors = {1};
-  e.args.push_back(a);
-  p.values.push_back({{1024}, {1}, DType::Float32});
-  p.externs.push_back(e);
+  addExtern(p, "aten::view", 1, 4);
   p.steps.insert(p.steps.begin() + 1, {Step::Extern, 0});
-  MemoryPlan mp = planMemory(p, {true});
+  MemoryPlan mp = planMemory(p, {{ExternMemory::MayAlias}});
   EXPECT_EQ(mp.offset[1], -1);
   EXPECT_GE(mp.offset[2], 0);
+}
+
+/// chain(3) with a view of k0's output (%1) as %4, read by a kernel k3
+/// (writing %5) after k2, or returned.
+Plan chainWithView(bool returned) {
+  Plan p = chain(3);
+  addExtern(p, "aten::view", 1, 4);
+  p.steps.insert(p.steps.begin() + 1, {Step::Extern, 0}); // k0, view, k1, k2
+  if (returned) {
+    p.outputs.push_back(4);
+  } else {
+    p.values.push_back({{1024}, {1}, DType::Float32}); // %5
+    p.kernels.push_back({"k3", {4}, {5}, 1024});
+    p.steps.push_back({Step::Kernel, 3}); // reads the view after k2
+    p.outputs.push_back(5);
+  }
+  return p;
+}
+
+TEST(MemoryPlan, AResolvedViewKeepsItsBaseInTheArenaUntilItsLastUse) {
+  Plan p = chainWithView(false);
+  MemoryPlan mp = planMemory(p, {{ExternMemory::ResolvedView, 1}});
+  ASSERT_GE(mp.offset[1], 0) << "the view is the executor's: its base may sit in the arena";
+  EXPECT_EQ(mp.offset[4], -1) << "the view has no bytes of its own";
+  ASSERT_GE(mp.offset[2], 0);
+  // %1 is read through the view by k3 (step 4): it outlives %2 (k1 -> k2),
+  // so they must not share bytes, and %1 is released after step 4.
+  EXPECT_NE(mp.offset[1], mp.offset[2]);
+  EXPECT_TRUE(std::find(mp.releaseAfter[4].begin(), mp.releaseAfter[4].end(), 1) !=
+              mp.releaseAfter[4].end());
+  EXPECT_TRUE(mp.read[1]);
+}
+
+TEST(MemoryPlan, AReturnedViewKeepsItsBaseOutOfTheArena) {
+  Plan p = chainWithView(true);
+  MemoryPlan mp = planMemory(p, {{ExternMemory::ResolvedView, 1}});
+  EXPECT_EQ(mp.offset[1], -1) << "the caller holds an alias of %1 after the run";
+}
+
+TEST(MemoryPlan, AViewOfAViewFollowsTheFirstBase) {
+  Plan p = chainWithView(false);
+  // %6 = view(%4), read by k3 instead of %4.
+  addExtern(p, "aten::view", 4, 6);
+  p.steps.insert(p.steps.begin() + 2, {Step::Extern, 1});
+  p.kernels[3].inputs = {6};
+  MemoryPlan mp = planMemory(p, {{ExternMemory::ResolvedView, 1}, {ExternMemory::ResolvedView, 4}});
+  ASSERT_GE(mp.offset[1], 0);
+  EXPECT_NE(mp.offset[1], mp.offset[2]) << "%1 lives through %6 until k3";
+  EXPECT_NE(mp.offset[1], mp.offset[3]);
+}
+
+TEST(MemoryPlan, AnOutFormWritesItsResultIntoTheArena) {
+  // in -> mm(out=) -> %1 -> k -> %2 (returned).
+  Plan p;
+  p.values = {{{4, 4}, {4, 1}, DType::Float32}, {{4, 4}, {4, 1}, DType::Float32},
+              {{4, 4}, {4, 1}, DType::Float32}};
+  p.inputs = {0};
+  p.externs.push_back({"aten::mm", "", {tensorArg(0), tensorArg(0)}, {1}});
+  p.kernels.push_back({"k", {1}, {2}, 16});
+  p.steps = {{Step::Extern, 0}, {Step::Kernel, 0}};
+  p.outputs = {2};
+  EXPECT_GE(planMemory(p, {{ExternMemory::IntoArena}}).offset[1], 0);
+  EXPECT_EQ(planMemory(p, {{ExternMemory::Fresh}}).offset[1], -1) << "the op allocates it";
 }
 
 } // namespace

@@ -16,8 +16,10 @@ Usage: .venv/bin/python bench/zoo_compare.py [--zoo DIR] [--only NAME ...]
 
 Inductor runs in each listed configuration ("freezing": the recommended CPU
 inference setting, torch._inductor.config.freezing = True); the last column
-is tgc's speed over Inductor's (both as speedups over their own eager run of
-the same model, TorchScript for tgc, PyTorch for Inductor).
+is tgc's speed over Inductor's as speedups over their own eager run of the
+same model (TorchScript for tgc, PyTorch for Inductor), then both median call
+times and "by time", Inductor's time over tgc's (>1: tgc is faster; the two
+medians come from two processes run one after the other, not alternating).
 """
 import argparse
 import json
@@ -70,7 +72,7 @@ def inductor_speedup(name, rounds, freezing):
             t0 = time.perf_counter()
             compiled(*args)
             tc.append(time.perf_counter() - t0)
-    return statistics.median(te) / statistics.median(tc)
+    return statistics.median(te) / statistics.median(tc), statistics.median(tc) * 1000
 
 
 def geomean(xs):
@@ -104,21 +106,22 @@ def main():
     for m in modes:
         head += f" {labels[m]:>9}"
     if modes:
-        head += f" {'tgc/' + labels[modes[-1]]:>13}"
+        head += (f" {'tgc/' + labels[modes[-1]]:>13} {'tgc ms':>8} {labels[modes[-1]] + ' ms':>8}"
+                 f" {'by time':>9}")
     print(f"{a.threads} thread(s), {a.rounds} alternating rounds, medians")
     print(head)
     tgc_speed, crashes, mismatches = [], 0, 0
     ind_speed = {m: [] for m in modes}
-    versus = []
+    versus, by_time = [], []
     for name in names:
         r = tgc_row(a.bench, a.zoo, name, a.rounds, a.threads)
-        ind = {}
+        ind, ind_ms = {}, {}
         for m in modes:
             try:
-                ind[m] = inductor_speedup(name, a.rounds, m == "freezing")
+                ind[m], ind_ms[m] = inductor_speedup(name, a.rounds, m == "freezing")
                 ind_speed[m].append(ind[m])
             except Exception as e:  # Inductor's own failures are reported, not fatal
-                ind[m] = float("nan")
+                ind[m], ind_ms[m] = float("nan"), float("nan")
                 print(f"  ({name}: torch.compile ({m}) failed: {type(e).__name__})", file=sys.stderr)
         ind_text = "".join(f" {ind[m]:8.2f}x" for m in modes)
         if not r.get("ok"):
@@ -134,14 +137,16 @@ def main():
                 f"{r['first_call_ms'] / 1000:6.1f} {speed:8.2f}x{ind_text}")
         if modes and ind[modes[-1]] == ind[modes[-1]] and ind[modes[-1]] > 0:
             versus.append(speed / ind[modes[-1]])
-            line += f" {versus[-1]:12.2f}x"
+            by_time.append(ind_ms[modes[-1]] / r["tgc_ms"])
+            line += (f" {versus[-1]:12.2f}x {r['tgc_ms']:8.2f} {ind_ms[modes[-1]]:8.2f}"
+                     f" {by_time[-1]:8.2f}x")
         print(line)
     tail = (f"{'geomean':20} {'':6} {'':6} {'':7} {'':7} {'':5} {'':9} {'':6} "
             f"{geomean(tgc_speed):8.2f}x")
     for m in modes:
         tail += f" {geomean(ind_speed[m]):8.2f}x"
     if modes:
-        tail += f" {geomean(versus):12.2f}x"
+        tail += f" {geomean(versus):12.2f}x {'':8} {'':8} {geomean(by_time):8.2f}x"
     print(tail)
     print(f"{len(names)} models: {crashes} failed or crashed, {mismatches} mismatched")
     return 0

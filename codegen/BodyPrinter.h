@@ -39,8 +39,14 @@ class BodyPrinter {
 public:
   /// `checkIds`: the kernel descriptor's number of each tgk.check_index.
   BodyPrinter(Target target, const DenseMap<Operation *, int> &checkIds, std::string &out)
-      : target(target), checkIds(checkIds), out(out) {}
+      : target(target), checkIds(checkIds), out(&out) {}
 
+  /// Where the following statements go (the loop body, or code hoisted
+  /// before the loop).
+  void setOutput(std::string &o) { out = &o; }
+  /// Comparisons with a known value: printed as the value, and a select
+  /// over one is its taken operand.
+  const DenseMap<Value, bool> *fixed = nullptr;
   void bind(Value v, std::string name) { names[v] = std::move(name); }
   /// How iteration index `d` is spelled (tgk.index); idx<d> by default.
   std::function<std::string(unsigned)> dimName = [](unsigned d) {
@@ -78,7 +84,7 @@ private:
   /// arm is taken (concatenation and padding read positions that exist only
   /// there).
   DenseSet<Value> lazy;
-  std::string &out;
+  std::string *out;
   DenseMap<Value, std::string> names;
   unsigned next = 0;
 };

@@ -1,7 +1,11 @@
 //===- CpuEmitter.cpp - tgk.kernel to C++ with OpenMP and SIMD loops ------===//
+#include "codegen/BodyPrinter.h"
 #include "codegen/Emitters.h"
 
 #include <fmt/format.h>
+
+#include <algorithm>
+#include <optional>
 
 using namespace mlir;
 
@@ -63,6 +67,32 @@ static inline tgc_bf16 tgc_f32_to_bf16(float f) {
   u += 0x7fffu + ((u >> 16) & 1u);  // round to nearest even
   return tgc_bf16{(unsigned short)(u >> 16)};
 }
+// IEEE half as bits, converted with integer and float ops that vectorize
+// (GCC's _Float16 without AVX512-FP16 converts through scalar libgcc calls).
+struct tgc_f16 { unsigned short bits; };
+static inline float tgc_f16_to_f32(tgc_f16 h) {
+  const unsigned int mag = h.bits & 0x7fffu;
+  unsigned int u = mag << 13; float f; std::memcpy(&f, &u, 4);
+  f *= 0x1p112f;  // rebias 15 -> 127; exact, subnormal halves included
+  std::memcpy(&u, &f, 4);
+  u |= mag >= 0x7c00u ? 0x7f800000u : 0u;  // infinities and NaNs
+  u |= (unsigned int)(h.bits & 0x8000u) << 16;
+  std::memcpy(&f, &u, 4); return f;
+}
+static inline tgc_f16 tgc_f32_to_f16(float f) {
+  unsigned int u; std::memcpy(&u, &f, 4);
+  const unsigned int sign = (u >> 16) & 0x8000u;
+  u &= 0x7fffffffu;
+  // Normal halves: rebias 127 -> 15, round to nearest even at bit 13.
+  const unsigned int normal = (u - 0x38000000u + 0xfffu + ((u >> 13) & 1u)) >> 13;
+  // Below 2^-14: adding 0.5 makes the FPU round at 2^-24 (nearest even).
+  float s; std::memcpy(&s, &u, 4); s += 0.5f;
+  unsigned int sub; std::memcpy(&sub, &s, 4); sub -= 0x3f000000u;
+  unsigned int h = u < 0x38800000u ? sub : normal;
+  h = u >= 0x477ff000u ? 0x7c00u : h;  // 65520 and above round to infinity
+  h = u > 0x7f800000u ? 0x7e00u : h;   // NaN
+  return tgc_f16{(unsigned short)(h | sign)};
+}
 static inline double tgc_nan() { return std::numeric_limits<double>::quiet_NaN(); }
 static inline double tgc_inf() { return std::numeric_limits<double>::infinity(); }
 template <class T> static inline T tgc_maximum(T a, T b) { return (a != a || b != b) ? (T)tgc_nan() : (a > b ? a : b); }
@@ -102,45 +132,335 @@ static std::string signature(StringRef name, TypeRange inputs, TypeRange results
   return src;
 }
 
-/// Loops over an iteration space of rank >= 2 as rows of its last dim:
-/// rows in parallel, the outer indices decomposed once per row, and the last
-/// dim as the SIMD loop. Every buffer's offset is then affine in `j`, with
-/// stride 1 for contiguous buffers and 0 for broadcast ones, so loads stay
-/// plain vector loads (a flat loop would need a gather per broadcast read,
-/// which the vectorizer's cost model may refuse).
-static std::string rowLoops(ArrayRef<int64_t> shape, const std::string &body) {
-  int64_t last = shape.back(), rank = shape.size();
-  int64_t rows = 1;
-  for (int64_t d = 0; d + 1 < rank; ++d)
-    rows *= shape[d];
-  std::string src = fmt::format("#pragma omp parallel for schedule(static) if ({}LL >= 16384)\n",
-                                rows * last);
-  src += fmt::format("  for (long long o = 0; o < {}LL; ++o) {{\n", rows);
-  detail::IndexSplit how;
-  how.indent = "    ";
-  how.name = [](size_t d) { return "idx" + std::to_string(d); };
-  how.outermostIsRest = true;
-  src += detail::decomposeIndex("o", shape.drop_back(), how);
-  src += "#pragma omp simd\n";
-  src += fmt::format("    for (long long j = 0; j < {}LL; ++j) {{\n", last);
-  src += fmt::format("      const long long i = o * {}LL + j;\n", last);
-  src += fmt::format("      const long long idx{} = j;\n", rank - 1);
-  src += body + "    }\n  }\n";
-  return src;
+namespace {
+
+/// The loop nest of a CPU kernel, as TensorIterator builds one: size-1
+/// dims dropped, the others ordered by output 0's strides (largest
+/// outermost, so the loops follow the output's memory whatever its
+/// layout), then adjacent dims merged wherever every buffer steps through
+/// both as through one (stride of the outer = size x stride of the inner),
+/// so the inner loop is as long as memory allows: a contiguous NCHW
+/// elementwise kernel is one flat loop, a per-channel scale over a
+/// channels-last tensor loops over C inside and H*W outside. Dims that an
+/// index, a gather or a non-affine-in-one-dim map reads are kept apart
+/// (they need their own index).
+struct LoopNest {
+  std::vector<int64_t> sizes;               // per loop, outermost first
+  std::vector<std::vector<int64_t>> dims;   // iteration dims per loop
+  // Per buffer (inputs, then results): the element stride per loop, or
+  // nullopt when its map is not a plain projection (then it is printed
+  // from the map in idx<d> names).
+  std::vector<std::optional<std::vector<int64_t>>> strides;
+  std::vector<int64_t> constant;            // per buffer: constant offset
+  std::vector<bool> pinned;                 // per iteration dim: named by the body
+};
+
+/// For a buffer read at `map` with element `strides`: its stride along each
+/// iteration dim and its constant offset, when every map result is a dim or
+/// a constant; nullopt otherwise, after adding the dims it names to `pinned`.
+std::optional<std::vector<int64_t>> projectionStrides(AffineMap map, ArrayRef<int64_t> strides,
+                                                      int64_t rank, int64_t &constant,
+                                                      std::vector<bool> &pinned) {
+  std::vector<int64_t> eff(rank, 0);
+  constant = 0;
+  bool plain = true;
+  for (auto [r, e] : llvm::enumerate(map.getResults())) {
+    if (auto d = dyn_cast<AffineDimExpr>(e))
+      eff[d.getPosition()] += strides[r];
+    else if (auto c = dyn_cast<AffineConstantExpr>(e))
+      constant += c.getValue() * strides[r];
+    else
+      plain = false;
+  }
+  if (plain)
+    return eff;
+  for (int64_t d = 0; d < rank; ++d)
+    if (map.isFunctionOfDim(d))
+      pinned[d] = true;
+  return std::nullopt;
 }
 
+LoopNest loopNest(tgk::KernelOp kernel) {
+  ArrayRef<int64_t> shape = kernel.getIterationShape();
+  const int64_t rank = shape.size();
+  std::vector<bool> pinned(rank, false);
+  kernel.getBody().walk([&](Operation *op) {
+    AffineMap m;
+    if (auto i = dyn_cast<tgk::IndexOp>(op))
+      m = i.getMap();
+    else if (auto l = dyn_cast<tgk::LoadOp>(op))
+      m = l.getMap();
+    else
+      return;
+    for (int64_t d = 0; d < rank; ++d)
+      if (m.isFunctionOfDim(d))
+        pinned[d] = true;
+  });
+  LoopNest nest;
+  std::vector<std::optional<std::vector<int64_t>>> eff;
+  Block &body = kernel.getBody().front();
+  for (auto [j, map, s] : llvm::enumerate(kernel.getIndexingMaps().getAsValueRange<AffineMapAttr>(),
+                                          kernel.getInputStrides())) {
+    int64_t c = 0;
+    if (isa<ShapedType>(body.getArgument(j).getType())) {
+      eff.push_back(std::vector<int64_t>(rank, 0)); // a whole buffer: tgk.load reads it
+    } else {
+      eff.push_back(projectionStrides(map, cast<DenseI64ArrayAttr>(s).asArrayRef(), rank, c,
+                                      pinned));
+    }
+    nest.constant.push_back(c);
+  }
+  AffineMap identity = AffineMap::getMultiDimIdentityMap(rank, kernel.getContext());
+  for (Attribute s : kernel.getResultStrides()) {
+    int64_t c = 0;
+    eff.push_back(projectionStrides(identity, cast<DenseI64ArrayAttr>(s).asArrayRef(), rank, c,
+                                    pinned));
+    nest.constant.push_back(c);
+  }
+  const size_t out0 = kernel.getInputs().size();
+  std::vector<int64_t> order;
+  for (int64_t d = 0; d < rank; ++d)
+    if (shape[d] != 1)
+      order.push_back(d);
+  if (out0 < eff.size() && eff[out0])
+    std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
+      return (*eff[out0])[a] > (*eff[out0])[b];
+    });
+  // Merge each dim into the loop before it where every plain buffer allows.
+  std::vector<std::vector<int64_t>> groups;
+  for (int64_t d : order) {
+    bool merge = !groups.empty() && !pinned[d] && !pinned[groups.back().back()];
+    if (merge) {
+      const int64_t prev = groups.back().back();
+      for (auto &e : eff)
+        if (e && (*e)[prev] != (*e)[d] * shape[d])
+          merge = false;
+    }
+    if (merge) {
+      groups.back().push_back(d);
+      nest.sizes.back() *= shape[d];
+    } else {
+      groups.push_back({d});
+      nest.sizes.push_back(shape[d]);
+    }
+  }
+  nest.dims = groups;
+  nest.pinned = pinned;
+  for (auto &e : eff) {
+    if (!e) {
+      nest.strides.push_back(std::nullopt);
+      continue;
+    }
+    std::vector<int64_t> per;
+    for (auto &g : groups)
+      per.push_back((*e)[g.back()]);
+    nest.strides.push_back(per);
+  }
+  return nest;
+}
+
+/// The offset of buffer `b` in loop indices `loop(k)`.
+std::string nestOffset(const LoopNest &nest, size_t b,
+                       const std::function<std::string(size_t)> &loop) {
+  std::string e;
+  for (auto [k, s] : llvm::enumerate(*nest.strides[b])) {
+    if (s == 0)
+      continue;
+    e += (e.empty() ? "" : " + ") +
+         (s == 1 ? loop(k) : fmt::format("{} * {}LL", loop(k), s));
+  }
+  if (nest.constant[b] != 0)
+    e += fmt::format("{}{}LL", e.empty() ? "" : " + ", nest.constant[b]);
+  return e.empty() ? "0" : e;
+}
+
+/// One part of the inner loop of row loops: [from, to), and the value of
+/// each comparison of the loop's index with a constant there.
+struct InnerRange {
+  int64_t from, to;
+  llvm::DenseMap<Value, bool> fixed;
+};
+
+/// The inner loop of row loops as ranges over which every comparison of
+/// its index with a constant is constant: a concatenation along the inner
+/// dim (`idx < 64 ? a[...] : b[...]`) becomes one loop per input that
+/// reads that input alone with plain vector loads (a select between
+/// buffers keeps GCC from vectorizing); the printer folds the comparisons
+/// and the selects over them, so each part's body is that input's alone.
+std::vector<InnerRange> innerRanges(tgk::KernelOp kernel, const LoopNest &nest, int64_t len) {
+  using P = arith::CmpIPredicate;
+  struct Cmp {
+    Value result;
+    P pred; // with the index on the left
+    int64_t bound;
+  };
+  std::vector<Cmp> cmps;
+  std::vector<int64_t> cuts = {0, len};
+  if (nest.dims.back().size() == 1) {
+    const int64_t dim = nest.dims.back()[0];
+    kernel.getBody().walk([&](arith::CmpIOp cmp) {
+      for (int side = 0; side < 2; ++side) {
+        auto index = cmp.getOperand(side).getDefiningOp<tgk::IndexOp>();
+        auto bound = cmp.getOperand(1 - side).getDefiningOp<arith::ConstantOp>();
+        if (!index || !bound)
+          continue;
+        auto d = dyn_cast<AffineDimExpr>(index.getMap().getResult(0));
+        auto c = dyn_cast<IntegerAttr>(bound.getValue());
+        if (!d || (int64_t)d.getPosition() != dim || !c)
+          continue;
+        P pred = cmp.getPredicate();
+        if (side == 1) // c < idx is idx > c
+          pred = pred == P::slt ? P::sgt : pred == P::sgt ? P::slt : pred == P::sle ? P::sge
+               : pred == P::sge ? P::sle : pred == P::ult ? P::ugt : pred == P::ugt ? P::ult
+               : pred == P::ule ? P::uge : pred == P::uge ? P::ule : pred;
+        // Where it can change value: idx < c and idx >= c at c, idx <= c
+        // and idx > c at c + 1, equality at both.
+        std::vector<int64_t> at;
+        if (pred == P::slt || pred == P::ult || pred == P::sge || pred == P::uge)
+          at = {c.getInt()};
+        else if (pred == P::sle || pred == P::ule || pred == P::sgt || pred == P::ugt)
+          at = {c.getInt() + 1};
+        else
+          at = {c.getInt(), c.getInt() + 1};
+        for (int64_t a : at)
+          if (a > 0 && a < len)
+            cuts.push_back(a);
+        cmps.push_back({cmp.getResult(), pred, c.getInt()});
+        return;
+      }
+    });
+  }
+  std::sort(cuts.begin(), cuts.end());
+  cuts.erase(std::unique(cuts.begin(), cuts.end()), cuts.end());
+  std::vector<InnerRange> ranges;
+  for (size_t k = 0; k + 1 < cuts.size(); ++k) {
+    InnerRange r{cuts[k], cuts[k + 1], {}};
+    const int64_t x = r.from; // every comparison is the same on [from, to)
+    for (const Cmp &c : cmps) {
+      const uint64_t ux = (uint64_t)x, ub = (uint64_t)c.bound;
+      bool v = false;
+      switch (c.pred) {
+      case P::eq: v = x == c.bound; break;
+      case P::ne: v = x != c.bound; break;
+      case P::slt: v = x < c.bound; break;
+      case P::sle: v = x <= c.bound; break;
+      case P::sgt: v = x > c.bound; break;
+      case P::sge: v = x >= c.bound; break;
+      case P::ult: v = ux < ub; break;
+      case P::ule: v = ux <= ub; break;
+      case P::ugt: v = ux > ub; break;
+      case P::uge: v = ux >= ub; break;
+      }
+      r.fixed[c.result] = v;
+    }
+    ranges.push_back(std::move(r));
+  }
+  return ranges;
+}
+
+} // namespace
+
 std::string emitCpuKernel(tgk::KernelOp kernel, const DescribedKernel &d, std::string &error) {
+  ArrayRef<int64_t> shape = kernel.getIterationShape();
   const int64_t n = kernel.getNumIterations();
   const int64_t chunk = std::max<int64_t>(4096, d.desc.launch.block * d.desc.vector);
   std::string src = signature(kernel.getSymName(), kernel.getInputs().getTypes(),
                               kernel.getResultTypes(), !d.desc.checks.empty());
-  detail::Indexing ix = detail::computeIndexing(kernel, d.desc.indexTypeName());
+  LoopNest nest = loopNest(kernel);
+  const size_t loops = nest.sizes.size();
+  // Row loops (outer loops per row in parallel, the last loop the SIMD one)
+  // when the last loop is long enough; otherwise one flat SIMD loop whose
+  // index is split into the loop indices (a division per element).
+  const bool rows = loops >= 2 && nest.sizes.back() >= 16 && n / nest.sizes.back() >= 4;
+  auto loop = [&](size_t k) {
+    if (rows && k + 1 == loops)
+      return std::string("j");
+    return loops == 1 ? std::string("i") : "l" + std::to_string(k);
+  };
+  std::vector<std::string> inputs, results;
+  const size_t numInputs = kernel.getInputs().size();
+  for (size_t b = 0; b < nest.strides.size(); ++b) {
+    std::string off;
+    if (nest.strides[b]) {
+      off = nestOffset(nest, b, loop);
+    } else {
+      AffineMap map = b < numInputs
+                          ? cast<AffineMapAttr>(kernel.getIndexingMaps()[b]).getValue()
+                          : AffineMap::getMultiDimIdentityMap(shape.size(), kernel.getContext());
+      auto s = cast<DenseI64ArrayAttr>(b < numInputs ? kernel.getInputStrides()[b]
+                                                     : kernel.getResultStrides()[b - numInputs]);
+      off = detail::linearOffset(map, s.asArrayRef(), "long long",
+                                 [](unsigned k) { return "idx" + std::to_string(k); });
+    }
+    (b < numInputs ? inputs : results).push_back(off);
+  }
+  // The iteration dims the body names (index ops, gathers, non-plain maps)
+  // are loops of their own, or size 1. In row loops, what the inner loop
+  // does not change (per-channel scales, a row's gather index, index ops of
+  // outer dims) is computed once per row, before it.
+  std::string named, hoisted;
+  std::vector<bool> inLoop(shape.size(), false), inner(shape.size(), false);
+  if (rows)
+    for (int64_t dim : nest.dims.back())
+      inner[dim] = true;
+  for (auto [k, g] : llvm::enumerate(nest.dims))
+    if (g.size() == 1 && nest.pinned[g[0]]) {
+      inLoop[g[0]] = true;
+      (inner[g[0]] ? named : hoisted) +=
+          fmt::format("      const long long idx{} = {};\n", g[0], loop(k));
+    }
+  for (size_t dim = 0; dim < shape.size(); ++dim)
+    if (!inLoop[dim] && nest.pinned[dim])
+      hoisted += fmt::format("      const long long idx{} = 0;\n", dim);
+  auto mapInvariant = [&](AffineMap m) {
+    for (size_t dim = 0; dim < shape.size(); ++dim)
+      if (inner[dim] && m.isFunctionOfDim(dim))
+        return false;
+    return true;
+  };
+  detail::BodySplit split{
+      [&](unsigned j) {
+        if (nest.strides[j])
+          return nest.strides[j]->back() == 0;
+        return mapInvariant(cast<AffineMapAttr>(kernel.getIndexingMaps()[j]).getValue());
+      },
+      mapInvariant, nullptr, nullptr};
+  if (rows) {
+    const int64_t len = nest.sizes.back(), outer = n / len;
+    src += fmt::format("#pragma omp parallel for schedule(static) if ({}LL >= 16384)\n", n);
+    src += fmt::format("  for (long long o = 0; o < {}LL; ++o) {{\n", outer);
+    detail::IndexSplit how;
+    how.indent = "    ";
+    how.name = [&](size_t k) { return loop(k); };
+    how.outermostIsRest = true;
+    src += detail::decomposeIndex("o", ArrayRef<int64_t>(nest.sizes).drop_back(), how);
+    std::vector<InnerRange> ranges = innerRanges(kernel, nest, len);
+    for (InnerRange &r : ranges) {
+      // Each part in its own scope, with what it reads once per row.
+      std::string before = hoisted, body;
+      split.hoisted = &before;
+      split.fixed = &r.fixed;
+      if (failed(detail::emitBody(kernel, d, Target::Cpu, inputs, results, body, error, &split)))
+        return "";
+      if (ranges.size() > 1)
+        src += "    {\n";
+      src += before + "#pragma omp simd\n";
+      src += fmt::format("    for (long long j = {}LL; j < {}LL; ++j) {{\n", r.from, r.to);
+      src += named + body + "    }\n";
+      if (ranges.size() > 1)
+        src += "    }\n";
+    }
+    src += "  }\n}\n";
+    return src;
+  }
   std::string body;
-  if (failed(detail::emitBody(kernel, d, Target::Cpu, ix.inputs, ix.results, body, error)))
+  if (failed(detail::emitBody(kernel, d, Target::Cpu, inputs, results, body, error)))
     return "";
-  ArrayRef<int64_t> shape = kernel.getIterationShape();
-  if (shape.size() >= 2 && shape.back() >= 16 && n / shape.back() >= 4)
-    return src + rowLoops(shape, body) + "}\n";
+  body = hoisted + named + body;
+  if (n == 1) {
+    // One element: no loop to vectorize.
+    return src + "  {\n" + body + "  }\n}\n";
+  }
   // Outer chunks run in parallel once there is enough work; the inner loop
   // is a plain counted loop the compiler vectorizes.
   src += fmt::format("  const long long n = {}LL;\n", n);
@@ -150,8 +470,14 @@ std::string emitCpuKernel(tgk::KernelOp kernel, const DescribedKernel &d, std::s
   src += fmt::format("    const long long e = c + {0} < n ? c + {0} : n;\n", chunk);
   src += "#pragma omp simd\n";
   src += "    for (long long i = c; i < e; ++i) {\n";
-  src += ix.decompose + body;
-  src += "    }\n  }\n}\n";
+  if (loops > 1) {
+    detail::IndexSplit how;
+    how.indent = "      ";
+    how.name = [&](size_t k) { return loop(k); };
+    how.outermostIsRest = true;
+    src += detail::decomposeIndex("i", nest.sizes, how);
+  }
+  src += body + "    }\n  }\n}\n";
   return src;
 }
 

@@ -73,10 +73,23 @@ namespace detail {
 /// checks (see `d`) takes an index-error record `tgc_err`
 /// (`long long[2]`: check id + 1, bad value) after its buffers, and the
 /// runtime raises when the first word is set.
+/// How emitBody splits a body around an inner loop: which inputs (by
+/// index) and which index maps the loop leaves unchanged. Values that
+/// depend on those alone are printed into `hoisted`, to go before the loop.
+/// `fixed` (optional) gives comparisons a known value (the loop's part in
+/// which they are constant): they and the selects over them fold.
+struct BodySplit {
+  std::function<bool(unsigned)> inputInvariant;
+  std::function<bool(mlir::AffineMap)> mapInvariant;
+  std::string *hoisted;
+  const llvm::DenseMap<mlir::Value, bool> *fixed;
+};
+
 mlir::LogicalResult emitBody(tgk::KernelOp kernel, const DescribedKernel &d, Target target,
                              llvm::ArrayRef<std::string> inputOffsets,
                              llvm::ArrayRef<std::string> resultOffsets,
-                             std::string &out, std::string &error);
+                             std::string &out, std::string &error,
+                             const BodySplit *split = nullptr);
 
 /// Prints a tgk.row_kernel's code for the current row (outer indices
 /// `oidx<d>` are in scope). On CUDA the descriptor's lanes share the row

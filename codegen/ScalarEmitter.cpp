@@ -30,29 +30,37 @@ std::string computeType(Type t) {
 
 std::string storageType(Type t, Target target) {
   if (t.isF16())
-    return target == Target::Cuda ? "__half" : "_Float16";
+    return target == Target::Cuda ? "__half" : "tgc_f16";
   if (t.isBF16())
     return target == Target::Cuda ? "__nv_bfloat16" : "tgc_bf16";
+  // Bytes, not C++ bool, on the CPU: GCC leaves loops scalar that mix bool
+  // loads with strided or float ones ("no vectype"); ATen's bools are 0/1.
+  if (t.isInteger(1) && target == Target::Cpu)
+    return "unsigned char";
   return computeType(t);
 }
 
 std::string load(Type t, Target target, const std::string &ref) {
   if (t.isF16())
     return target == Target::Cuda ? "__half2float(" + ref + ")"
-                                  : "(float)" + ref;
+                                  : "tgc_f16_to_f32(" + ref + ")";
   if (t.isBF16())
     return target == Target::Cuda ? "__bfloat162float(" + ref + ")"
                                   : "tgc_bf16_to_f32(" + ref + ")";
+  if (t.isInteger(1) && target == Target::Cpu)
+    return "(" + ref + " != 0)";
   return ref;
 }
 
 std::string store(Type t, Target target, const std::string &v) {
   if (t.isF16())
     return target == Target::Cuda ? "__float2half_rn(" + v + ")"
-                                  : "(_Float16)(" + v + ")";
+                                  : "tgc_f32_to_f16(" + v + ")";
   if (t.isBF16())
     return target == Target::Cuda ? "__float2bfloat16_rn(" + v + ")"
                                   : "tgc_f32_to_bf16(" + v + ")";
+  if (t.isInteger(1) && target == Target::Cpu)
+    return "(unsigned char)(" + v + ")";
   return v;
 }
 
@@ -101,6 +109,23 @@ std::string BodyPrinter::loadExpr(tgk::LoadOp o) {
 
 LogicalResult BodyPrinter::print(Operation *op, std::string &error) {
   using namespace mlir::arith;
+  if (fixed && op->getNumResults() == 1) {
+    auto known = fixed->find(op->getResult(0));
+    if (known != fixed->end()) {
+      bind(op->getResult(0), known->second ? "true" : "false");
+      return success();
+    }
+    if (auto s = dyn_cast<SelectOp>(op)) {
+      auto cond = fixed->find(s.getCondition());
+      if (cond != fixed->end()) {
+        Value taken = cond->second ? s.getTrueValue() : s.getFalseValue();
+        bind(s.getResult(), name(taken));
+        if (lazy.contains(taken))
+          lazy.insert(s.getResult());
+        return success();
+      }
+    }
+  }
   if (auto l = dyn_cast<tgk::LoadOp>(op)) {
     bind(l.getResult(), "(" + loadExpr(l) + ")");
     lazy.insert(l.getResult());
@@ -218,7 +243,7 @@ LogicalResult BodyPrinter::print(Operation *op, std::string &error) {
     return failure();
   }
   std::string v = "v" + std::to_string(next++);
-  out += fmt::format("      const {} {} = {};\n",
+  *out += fmt::format("      const {} {} = {};\n",
                      computeType(op->getResult(0).getType()), v, *expr);
   bind(op->getResult(0), v);
   return success();
@@ -227,21 +252,48 @@ LogicalResult BodyPrinter::print(Operation *op, std::string &error) {
 LogicalResult emitBody(tgk::KernelOp kernel, const DescribedKernel &d, Target target,
                        ArrayRef<std::string> inputOffsets,
                        ArrayRef<std::string> resultOffsets, std::string &out,
-                       std::string &error) {
+                       std::string &error, const BodySplit *split) {
   BodyPrinter p(target, d.checkIds, out);
+  if (split)
+    p.fixed = split->fixed;
   Block &body = kernel.getBody().front();
+  // Values the inner loop does not change: inputs it reads at one place,
+  // and ops of those alone (index ops and gathers whose maps do not name
+  // the loop's dims). Printed into split->hoisted, before the loop.
+  DenseSet<Value> invariant;
+  auto place = [&](bool inv) { p.setOutput(inv && split ? *split->hoisted : out); };
   for (auto [j, arg] : llvm::enumerate(body.getArguments())) {
-    if (isa<ShapedType>(arg.getType()))
-      continue; // a whole buffer, read by tgk.load
+    if (isa<ShapedType>(arg.getType())) {
+      invariant.insert(arg); // a whole buffer, read by tgk.load
+      continue;
+    }
+    const bool inv = split && split->inputInvariant(j);
+    if (inv)
+      invariant.insert(arg);
     std::string v = "a" + std::to_string(j);
     std::string ref = fmt::format("in{}[{}]", j, inputOffsets[j]);
-    out += fmt::format("      const {} {} = {};\n", computeType(arg.getType()),
-                       v, load(arg.getType(), target, ref));
+    (inv ? *split->hoisted : out) += fmt::format(
+        "      const {} {} = {};\n", computeType(arg.getType()), v, load(arg.getType(), target, ref));
     p.bind(arg, v);
   }
-  for (Operation &op : body.without_terminator())
+  for (Operation &op : body.without_terminator()) {
+    bool inv = split != nullptr;
+    if (inv) {
+      if (auto i = dyn_cast<tgk::IndexOp>(op))
+        inv = split->mapInvariant(i.getMap());
+      else if (auto l = dyn_cast<tgk::LoadOp>(op))
+        inv = split->mapInvariant(l.getMap());
+      for (Value v : op.getOperands())
+        inv = inv && invariant.contains(v);
+      if (inv)
+        for (Value r : op.getResults())
+          invariant.insert(r);
+    }
+    place(inv);
     if (failed(p.print(&op, error)))
       return failure();
+  }
+  p.setOutput(out);
   auto yield = cast<tgk::YieldOp>(body.getTerminator());
   for (auto [j, v] : llvm::enumerate(yield.getValues()))
     out += fmt::format("      out{}[{}] = {};\n", j, resultOffsets[j],

@@ -14,6 +14,7 @@
 
 #include <optional>
 #include <set>
+#include <functional>
 #include <unordered_set>
 
 namespace tgc {
@@ -490,7 +491,16 @@ private:
       for (int t : tensorArgs(nodes_[i]))
         readers[t].push_back((int)i);
     std::unordered_set<int> channelsLast;
-    auto layoutFree = [&](int v) {
+    // An in-place elementwise op tgc computes (relu_ after batch norm)
+    // writes its input's buffer: the result it names has that layout too.
+    auto inPlaceKernel = [&](const SegmentNode &n, int v) {
+      std::vector<int> args = tensorArgs(n);
+      return n.mutates && !args.empty() && args[0] == v && n.outputs.size() == 1 &&
+             n.outputs[0] >= 0 && seg_.values[n.outputs[0]].sizes == seg_.values[v].sizes &&
+             ops::loweringOf(n.op, n.overload) != ops::Lowering::Extern &&
+             ops::aliasOf(n.op, n.overload) == ops::Alias::None;
+    };
+    std::function<bool(int)> layoutFree = [&](int v) {
       if (isOutput_.count(v) || seg_.values[v].sizes.size() != 4)
         return false;
       for (int i : readers[v]) {
@@ -499,15 +509,20 @@ private:
             n.op == "aten::adaptive_avg_pool2d" || n.op == "aten::avg_pool2d" ||
             n.op == "aten::_adaptive_avg_pool2d")
           continue;
+        if (inPlaceKernel(n, v) && layoutFree(n.outputs[0]))
+          continue;
         if (n.mutates || ops::loweringOf(n.op, n.overload) == ops::Lowering::Extern ||
             ops::aliasOf(n.op, n.overload) != ops::Alias::None)
           return false;
       }
       return true;
     };
-    auto makeChannelsLast = [&](int v) {
+    std::function<void(int)> makeChannelsLast = [&](int v) {
       seg_.values[v].strides = channelsLastStrides(seg_.values[v].sizes);
       channelsLast.insert(v);
+      for (int i : readers[v])
+        if (inPlaceKernel(nodes_[i], v))
+          makeChannelsLast(nodes_[i].outputs[0]);
     };
     auto isPooling = [](const SegmentNode &n) {
       return n.op == "aten::max_pool2d_with_indices" || n.op == "aten::adaptive_avg_pool2d" ||
@@ -532,11 +547,25 @@ private:
       if (n.mutates || ops::loweringOf(n.op, n.overload) == ops::Lowering::Extern ||
           ops::aliasOf(n.op, n.overload) != ops::Alias::None)
         continue;
+      // Output 0 (batch norm's other outputs are per-channel statistics)
+      // follows a channels-last input of its shape, or, for a channel
+      // concatenation, inputs that are all channels-last.
+      if (n.outputs.empty() || n.outputs[0] < 0)
+        continue;
+      const std::vector<int64_t> &out = seg_.values[n.outputs[0]].sizes;
+      std::vector<int> args = tensorArgs(n);
       bool fromChannelsLast = false;
-      for (int t : tensorArgs(n))
-        fromChannelsLast = fromChannelsLast ||
-                           (channelsLast.count(t) && n.outputs.size() == 1 && n.outputs[0] >= 0 &&
-                            seg_.values[t].sizes == seg_.values[n.outputs[0]].sizes);
+      for (int t : args)
+        fromChannelsLast = fromChannelsLast || (channelsLast.count(t) && seg_.values[t].sizes == out);
+      if (n.op == "aten::cat" && out.size() == 4 && !args.empty()) {
+        bool all = true;
+        for (int t : args) {
+          const std::vector<int64_t> &in = seg_.values[t].sizes;
+          all = all && channelsLast.count(t) && in.size() == 4 && in[0] == out[0] &&
+                in[2] == out[2] && in[3] == out[3];
+        }
+        fromChannelsLast = fromChannelsLast || all;
+      }
       if (fromChannelsLast && layoutFree(n.outputs[0]))
         makeChannelsLast(n.outputs[0]);
     }

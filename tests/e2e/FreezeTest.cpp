@@ -6,6 +6,11 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
 namespace {
 
 void expectClose(const torch::Tensor &got, const torch::Tensor &want, double tol = 1e-4) {
@@ -89,6 +94,65 @@ TEST(Freeze, ConvNetMatchesEagerWithFoldedBatchNormsAndOneDnnConvolutions) {
     // flatten's view needs NCHW.
     EXPECT_EQ(after.executor_allocations - before.executor_allocations, 1) << after.str();
     EXPECT_EQ(after.view_calls - before.view_calls, 0) << after.str();
+  }
+}
+
+/// A DenseNet-style layer: two convolutions concatenated along channels,
+/// batch norm, in-place ReLU, a 1x1 convolution.
+struct DenseLayerImpl : torch::nn::Module {
+  DenseLayerImpl()
+      : a(register_module("a", torch::nn::Conv2d(torch::nn::Conv2dOptions(3, 16, 3).padding(1)))),
+        b(register_module("b", torch::nn::Conv2d(torch::nn::Conv2dOptions(3, 24, 1)))),
+        bn(register_module("bn", torch::nn::BatchNorm2d(40))),
+        c(register_module("c", torch::nn::Conv2d(torch::nn::Conv2dOptions(40, 8, 1)))) {}
+  torch::Tensor forward(torch::Tensor x) {
+    torch::Tensor y = bn(torch::cat({a(x), b(x)}, 1));
+    return c(y.relu_());
+  }
+  torch::nn::Conv2d a, b;
+  torch::nn::BatchNorm2d bn;
+  torch::nn::Conv2d c;
+};
+TORCH_MODULE(DenseLayer);
+
+TEST(Freeze, AConcatenationOfChannelsLastConvolutionsStaysChannelsLast) {
+  // oneDNN's outputs are channels-last; the concatenation, the batch norm
+  // and the in-place ReLU over it keep that layout for the next
+  // convolution, so tgc's kernel loops over channels inside, one loop per
+  // concatenated input (0-16, 16-40), each reading one buffer.
+  torch::manual_seed(5);
+  DenseLayer net;
+  {
+    torch::NoGradGuard noGrad;
+    net->bn->running_mean.uniform_(-0.5, 0.5);
+    net->bn->running_var.uniform_(0.5, 2.0);
+  }
+  net->eval();
+  torch::NoGradGuard noGrad;
+  std::string dir = testing::TempDir() + "/freeze_cat_" + std::to_string(getpid());
+  std::filesystem::remove_all(dir);
+  setenv("TGC_DEBUG_DIR", dir.c_str(), 1);
+  tgc::reset();
+  tgc::Options opts;
+  opts.cache_dir = dir + "/cache";
+  auto compiled = tgc::compile(net, opts);
+  torch::Tensor x = torch::randn({2, 3, 12, 12});
+  expectClose(compiled->forward(x), net->forward(x));
+  unsetenv("TGC_DEBUG_DIR");
+  EXPECT_EQ(tgc::stats().onednn_convolutions, 3) << tgc::stats().str();
+  std::string src;
+  for (const auto &f : std::filesystem::directory_iterator(dir))
+    if (f.path().extension() == ".cpp") {
+      std::ifstream in(f.path());
+      std::stringstream ss;
+      ss << in.rdbuf();
+      src += ss.str();
+    }
+  EXPECT_NE(src.find("for (long long j = 0LL; j < 16LL; ++j)"), std::string::npos) << src;
+  EXPECT_NE(src.find("for (long long j = 16LL; j < 40LL; ++j)"), std::string::npos) << src;
+  for (int i = 0; i < 2; ++i) {
+    torch::Tensor z = torch::randn({2, 3, 12, 12});
+    expectClose(compiled->forward(z), net->forward(z));
   }
 }
 

@@ -1,5 +1,6 @@
 //===- tgc-cache.cpp - inspect, verify, clear, export and import the cache -===//
 #include "runtime/ArtifactCache.h"
+#include "runtime/HostCompiler.h"
 
 #include <CLI/CLI.hpp>
 #include <zstd.h>
@@ -181,7 +182,8 @@ int main(int argc, char **argv) {
                "  tgc-cache verify                     check every entry's checksum\n"
                "  tgc-cache export cache.tgcz          one zstd archive of all entries\n"
                "  tgc-cache --dir /mnt/c import cache.tgcz\n"
-               "  tgc-cache clear\n\n"
+               "  tgc-cache clear\n"
+               "  tgc-cache compiler                   the command CPU kernels are built with\n\n"
                "Exit codes: 0 success, 1 corrupt entries or archive, 2 usage error,\n"
                "3 I/O error."};
   std::string dir;
@@ -196,11 +198,21 @@ int main(int argc, char **argv) {
   cExport->add_option("FILE", file, "archive to write")->required();
   auto *cImport = app.add_subcommand("import", "add the entries of an archive (verified)");
   cImport->add_option("FILE", file, "archive to read")->required()->check(CLI::ExistingFile);
+  auto *cCompiler = app.add_subcommand(
+      "compiler", "print the host compiler and the command line CPU kernels are built with");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError &e) {
     int rc = app.exit(e);
     return e.get_exit_code() == 0 ? rc : kUsage;
+  }
+  if (cCompiler->parsed()) {
+    // Part of every CPU kernel's cache key; tests/zoo/check_vectorized.py
+    // reads the command to rebuild kernels with a vectorization report.
+    std::cout << "compiler: " << hostCompilerVersion() << "\n"
+              << "command: " << hostCompilerCommand() << " " << hostCompilerFlags()
+              << " SOURCE -o OBJECT " << hostLinkFlags() << "\n";
+    return kOk;
   }
   if (dir.empty())
     dir = cacheDir();

@@ -111,6 +111,18 @@ std::string perChannelMul(std::vector<int64_t> shape, std::vector<int64_t> strid
   return mulSource(shape, strides, {1, shape[1], 1, 1}, {shape[1], 1, 1, 1});
 }
 
+/// Whether GCC's report `out` says a loop of `file` within lines
+/// [first, last] was vectorized.
+bool reportsVectorized(const std::string &out, const std::string &file, int first, int last) {
+  std::istringstream report(out);
+  for (std::string l; std::getline(report, l);)
+    for (int n = first; n <= last; ++n)
+      if (l.find(file + ":" + std::to_string(n) + ":") != std::string::npos &&
+          l.find("loop vectorized") != std::string::npos)
+        return true;
+  return false;
+}
+
 /// The kernel's text from `#pragma omp simd` on.
 std::string simdLoop(const std::string &src) {
   size_t at = src.find("#pragma omp simd");
@@ -192,13 +204,8 @@ TEST(CpuCodegen, AConcatenationAlongTheInnerLoopIsALoopPerInput) {
       loopLines.push_back(n);
   ASSERT_EQ(loopLines.size(), 2u) << src;
   for (int first : loopLines) {
-    bool found = false;
-    std::istringstream report(out);
-    for (std::string l; std::getline(report, l);)
-      for (int k = first; k <= first + 8; ++k)
-        found |= l.find("cat.cpp:" + std::to_string(k) + ":") != std::string::npos &&
-                 l.find("loop vectorized") != std::string::npos;
-    EXPECT_TRUE(found) << "loop at line " << first << "\n" << out << src;
+    EXPECT_TRUE(reportsVectorized(out, "cat.cpp", first, first + 8))
+        << "loop at line " << first << "\n" << out << src;
   }
 }
 
@@ -254,13 +261,7 @@ extern "C" void ref_narrow(const float *f, unsigned short *h, long long n) {
   for (const char *fn : {"widen(", "narrow("}) {
     size_t at = src.find(std::string("void ") + fn);
     int line = 1 + std::count(src.begin(), src.begin() + at, '\n');
-    std::istringstream report(out);
-    bool found = false;
-    for (std::string l; std::getline(report, l);)
-      for (int n = line; n <= line + 3; ++n)
-        found |= l.find("half.cpp:" + std::to_string(n) + ":") != std::string::npos &&
-                 l.find("loop vectorized") != std::string::npos;
-    vectorized += found;
+    vectorized += reportsVectorized(out, "half.cpp", line, line + 3);
   }
   EXPECT_EQ(vectorized, 2) << out;
   void *lib = dlopen(so.c_str(), RTLD_NOW | RTLD_LOCAL);

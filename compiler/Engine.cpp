@@ -375,6 +375,7 @@ detail::Engine::Engine(Options options) : impl_(std::make_unique<Impl>()) {
   warnUnimplemented(mode);
   impl_->config.options = std::string("mode=") + mode.name;
   impl_->config.fullgraph = options.fullgraph;
+  impl_->config.fuseAttention = options.fuse_attention;
   if (!options.cache_dir.empty())
     impl_->config.cache = &ArtifactCache::forDirectory(options.cache_dir);
   impl_->options = std::move(options);

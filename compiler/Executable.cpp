@@ -1,6 +1,7 @@
 //===- Executable.cpp - segments compiled, cached and run -----------------===//
 #include "compiler/Executable.h"
 
+#include "compiler/capture/Attention.h"
 #include "compiler/capture/SegmentText.h"
 #include "compiler/pipeline/Pipeline.h"
 #include "compiler/training/Partition.h"
@@ -311,10 +312,30 @@ void Executable::lift(std::vector<at::Tensor> tensors) {
   }
 }
 
+const Segment &withFusedAttention(const Segment &seg, const CompileConfig &config,
+                                  Segment &storage) {
+  if (!config.fuseAttention)
+    return seg;
+  bool bmm = false;
+  for (const SegmentNode &n : seg.nodes)
+    bmm = bmm || n.op == "aten::bmm";
+  if (!bmm)
+    return seg;
+  storage = seg;
+  const int fused = fuseAttention(storage);
+  if (fused == 0)
+    return seg;
+  counters().fusedAttentions += fused;
+  log("attention", std::to_string(fused) + " decomposed attention" + (fused > 1 ? "s" : "") +
+                       " made one SDPA call each");
+  return storage;
+}
+
 bool compileSegment(const Segment &seg, const std::vector<at::Tensor> &inputs,
                     const CompileConfig &config, Executable &exe, std::string &why) {
   if (!needsTraining(inputs)) {
-    exe.graph = segmentCache().get(seg, config);
+    Segment fused;
+    exe.graph = segmentCache().get(withFusedAttention(seg, config, fused), config);
     return true;
   }
   std::string error;

@@ -50,6 +50,9 @@ struct CompileConfig {
   /// A segment that does not compile throws (Options::fullgraph) instead of
   /// running op by op. Not part of any key: the failure is cached either way.
   bool fullgraph = false;
+  /// Inference segments get fuseAttention (compiler/capture/Attention.h)
+  /// before planning. It changes the segment, hence the keys, by itself.
+  bool fuseAttention = true;
   /// Prefix of in-memory keys: one graph per directory and options.
   std::string memoPrefix() const { return cache->dir() + '\n' + options + '\n'; }
 };
@@ -62,6 +65,12 @@ const CompileConfig &defaultConfig();
 /// `fromCache` says which. The JIT and tgc-aot both plan through this.
 bool planSegment(const Segment &seg, const CompileConfig &config, Plan &plan, std::string &error,
                  bool *fromCache = nullptr);
+
+/// `seg` with its decomposed attentions fused (fuseAttention) when
+/// `config` asks for it and there is one; then the result is `storage`.
+/// For inference segments only.
+const Segment &withFusedAttention(const Segment &seg, const CompileConfig &config,
+                                  Segment &storage);
 
 /// One specialization's compiled code: an inference graph or, when
 /// something requires grad, a forward/backward pair; with the tensors

@@ -60,6 +60,17 @@ struct ArgValue {
   std::vector<int64_t> ints;
   std::vector<double> doubles;
   std::vector<int> tensors;
+
+  /// Arguments built by passes that write ATen calls.
+  // clang-format off
+  static ArgValue ofTensor(int id) { ArgValue a; a.kind = Tensor; a.tensors = {id}; return a; }
+  static ArgValue ofInt(int64_t v) { ArgValue a; a.kind = Int; a.i = v; return a; }
+  static ArgValue ofInts(std::vector<int64_t> v) { ArgValue a; a.kind = IntList; a.ints = std::move(v); return a; }
+  static ArgValue ofDouble(double v) { ArgValue a; a.kind = Double; a.d = v; return a; }
+  static ArgValue ofBool(bool v) { ArgValue a; a.kind = Bool; a.b = v; return a; }
+  static ArgValue ofString(std::string v) { ArgValue a; a.kind = String; a.s = std::move(v); return a; }
+  static ArgValue ofDevice(std::string v) { ArgValue a; a.kind = Device; a.s = std::move(v); return a; }
+  // clang-format on
 };
 
 /// Launch of one generated kernel over buffers `inputs` then `outputs`.

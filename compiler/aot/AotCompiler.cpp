@@ -133,7 +133,9 @@ BuiltSegment buildSegment(int64_t id, const Segment &captured, const AotOptions 
                           const CompileConfig &config, AotSummary &summary) {
   BuiltSegment b;
   const DeviceBackend &backend = *backendFor(o.backend);
-  const Segment seg = captured.on(o.backend);
+  const Segment moved = captured.on(o.backend);
+  Segment storage;
+  const Segment &seg = withFusedAttention(moved, config, storage);
   Plan plan;
   bool planCached = false;
   std::string error;

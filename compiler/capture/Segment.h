@@ -21,6 +21,18 @@ struct SegmentNode {
   std::vector<ArgValue> args;
   std::vector<int> outputs; ///< value ids; -1 for a result left undefined
   bool mutates = false;     ///< the schema writes to an argument
+
+  /// Value ids of the tensors this node reads (None entries of optional
+  /// lists left out), in argument order.
+  std::vector<int> tensorArgs() const {
+    std::vector<int> ids;
+    for (const ArgValue &a : args)
+      if (a.kind == ArgValue::Tensor || a.kind == ArgValue::TensorList)
+        for (int t : a.tensors)
+          if (t >= 0)
+            ids.push_back(t);
+    return ids;
+  }
 };
 
 struct Segment {

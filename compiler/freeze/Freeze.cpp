@@ -40,23 +40,12 @@ std::optional<c10::OperatorHandle> findOp(const std::string &op, const std::stri
   return c10::Dispatcher::singleton().findSchema({op, overload});
 }
 
-/// Tensor value ids `n` reads (None entries of optional lists left out).
-std::vector<int> tensorArgs(const SegmentNode &n) {
-  std::vector<int> ids;
-  for (const ArgValue &a : n.args)
-    if (a.kind == ArgValue::Tensor || a.kind == ArgValue::TensorList)
-      for (int t : a.tensors)
-        if (t >= 0)
-          ids.push_back(t);
-  return ids;
-}
-
 /// Tensor value ids a mutating node writes: the arguments its schema marks
 /// written (all tensor arguments when the schema is not found).
 std::vector<int> writtenArgs(const SegmentNode &n) {
   std::optional<c10::OperatorHandle> op = findOp(n.op, n.overload);
   if (!op || op->schema().arguments().size() != n.args.size())
-    return tensorArgs(n);
+    return n.tensorArgs();
   std::vector<int> ids;
   const auto &schemaArgs = op->schema().arguments();
   for (size_t k = 0; k < n.args.size(); ++k) {
@@ -70,27 +59,6 @@ std::vector<int> writtenArgs(const SegmentNode &n) {
           ids.push_back(t);
   }
   return ids;
-}
-
-ArgValue tensorArg(int id) {
-  ArgValue a;
-  a.kind = ArgValue::Tensor;
-  a.tensors = {id};
-  return a;
-}
-
-ArgValue intsArg(std::vector<int64_t> v) {
-  ArgValue a;
-  a.kind = ArgValue::IntList;
-  a.ints = std::move(v);
-  return a;
-}
-
-ArgValue stringArg(std::string s) {
-  ArgValue a;
-  a.kind = ArgValue::String;
-  a.s = std::move(s);
-  return a;
 }
 
 class Freezer {
@@ -140,7 +108,7 @@ private:
   bool fold(std::string &why) {
     std::unordered_set<int> tainted; // views of constants left in the graph
     for (const SegmentNode &n : seg_.nodes) {
-      std::vector<int> args = tensorArgs(n);
+      std::vector<int> args = n.tensorArgs();
       bool allKnown = !args.empty(), anyConstant = false;
       for (int t : args) {
         allKnown = allKnown && known_[t].defined();
@@ -178,7 +146,7 @@ private:
     if (!op)
       return false;
     int64_t in = 0, made = 0;
-    for (int t : tensorArgs(n))
+    for (int t : n.tensorArgs())
       in += known_[t].numel();
     for (int o : n.outputs)
       if (o >= 0) {
@@ -214,7 +182,7 @@ private:
           // The graph was compiled for the recorded layout.
           known_[n.outputs[k]] = withSpecStrides(results[k], seg_.values[n.outputs[k]]);
           computed_.insert(n.outputs[k]);
-          for (int t : tensorArgs(n))
+          for (int t : n.tensorArgs())
             roots_[n.outputs[k]].insert(roots_[n.outputs[k]].end(), roots_[t].begin(),
                                         roots_[t].end());
         }
@@ -228,7 +196,7 @@ private:
   void countUses() {
     uses_.assign(seg_.values.size(), 0);
     for (const SegmentNode &n : nodes_)
-      for (int t : tensorArgs(n))
+      for (int t : n.tensorArgs())
         uses_[t]++;
     for (int o : seg_.outputs)
       uses_[o]++;
@@ -260,7 +228,7 @@ private:
       return -1;
     for (size_t i = 0; i < nodes_.size(); ++i)
       if (!deleted_.count(i))
-        for (int t : tensorArgs(nodes_[i]))
+        for (int t : nodes_[i].tensorArgs())
           if (t == v)
             return (int)i;
     return -1;
@@ -373,17 +341,34 @@ private:
     }
     SegmentNode call;
     call.op = "mkldnn::_convolution_pointwise";
-    ArgValue w = tensorArg(addConstant(packed, from));
-    ArgValue b = bias ? tensorArg(addConstant(*bias, from)) : ArgValue();
+    ArgValue w = ArgValue::ofTensor(addConstant(packed, from));
+    ArgValue b = bias ? ArgValue::ofTensor(addConstant(*bias, from)) : ArgValue();
     if (other >= 0) {
       call.overload = "binary";
-      call.args = {conv.args[0], tensorArg(other), w, b, intsArg(padding), intsArg(stride),
-                   intsArg(dilation), conv.args[8], stringArg("add"), ArgValue(),
-                   unary.empty() ? ArgValue() : stringArg(unary), intsArg({}), ArgValue()};
+      call.args = {conv.args[0],
+                   ArgValue::ofTensor(other),
+                   w,
+                   b,
+                   ArgValue::ofInts(padding),
+                   ArgValue::ofInts(stride),
+                   ArgValue::ofInts(dilation),
+                   conv.args[8],
+                   ArgValue::ofString("add"),
+                   ArgValue(),
+                   unary.empty() ? ArgValue() : ArgValue::ofString(unary),
+                   ArgValue::ofInts({}),
+                   ArgValue()};
     } else {
-      call.args = {conv.args[0], w, b, intsArg(padding), intsArg(stride), intsArg(dilation),
-                   conv.args[8], stringArg(attr), intsArg({}),
-                   algorithm.empty() ? ArgValue() : stringArg(algorithm)};
+      call.args = {conv.args[0],
+                   w,
+                   b,
+                   ArgValue::ofInts(padding),
+                   ArgValue::ofInts(stride),
+                   ArgValue::ofInts(dilation),
+                   conv.args[8],
+                   ArgValue::ofString(attr),
+                   ArgValue::ofInts({}),
+                   algorithm.empty() ? ArgValue() : ArgValue::ofString(algorithm)};
     }
     call.outputs = conv.outputs;
     if (other >= 0) {
@@ -424,9 +409,9 @@ private:
   void setWeights(SegmentNode &conv, const at::Tensor &weight, const std::optional<at::Tensor> &bias,
                   const std::vector<int> &from) {
     if (!weight.is_same(known_[conv.args[1].tensors[0]]))
-      conv.args[1] = tensorArg(addConstant(weight, from));
+      conv.args[1] = ArgValue::ofTensor(addConstant(weight, from));
     if (bias && (conv.args[2].kind != ArgValue::Tensor || !bias->is_same(known_[conv.args[2].tensors[0]])))
-      conv.args[2] = tensorArg(addConstant(*bias, from));
+      conv.args[2] = ArgValue::ofTensor(addConstant(*bias, from));
   }
 
   /// `bn` (reading `y`, a convolution's result) in eval mode with constant
@@ -488,13 +473,13 @@ private:
   void preferChannelsLast() {
     std::vector<std::vector<int>> readers(seg_.values.size());
     for (size_t i = 0; i < nodes_.size(); ++i)
-      for (int t : tensorArgs(nodes_[i]))
+      for (int t : nodes_[i].tensorArgs())
         readers[t].push_back((int)i);
     std::unordered_set<int> channelsLast;
     // An in-place elementwise op tgc computes (relu_ after batch norm)
     // writes its input's buffer: the result it names has that layout too.
     auto inPlaceKernel = [&](const SegmentNode &n, int v) {
-      std::vector<int> args = tensorArgs(n);
+      std::vector<int> args = n.tensorArgs();
       return n.mutates && !args.empty() && args[0] == v && n.outputs.size() == 1 &&
              n.outputs[0] >= 0 && seg_.values[n.outputs[0]].sizes == seg_.values[v].sizes &&
              ops::loweringOf(n.op, n.overload) != ops::Lowering::Extern &&
@@ -537,7 +522,7 @@ private:
       // ATen's CPU pooling keeps a channels-last input's layout (indices
       // included): a result planned NCHW would be copied on every call.
       if (isPooling(n)) {
-        std::vector<int> in = tensorArgs(n);
+        std::vector<int> in = n.tensorArgs();
         if (!in.empty() && channelsLast.count(in[0]))
           for (int o : n.outputs)
             if (o >= 0 && seg_.values[o].sizes.size() == 4 && layoutFree(o))
@@ -553,7 +538,7 @@ private:
       if (n.outputs.empty() || n.outputs[0] < 0)
         continue;
       const std::vector<int64_t> &out = seg_.values[n.outputs[0]].sizes;
-      std::vector<int> args = tensorArgs(n);
+      std::vector<int> args = n.tensorArgs();
       bool fromChannelsLast = false;
       for (int t : args)
         fromChannelsLast = fromChannelsLast || (channelsLast.count(t) && seg_.values[t].sizes == out);
@@ -596,7 +581,7 @@ private:
       }
     };
     for (const SegmentNode &n : s.nodes)
-      for (int t : tensorArgs(n))
+      for (int t : n.tensorArgs())
         addIfConstant(t);
     for (int o : s.outputs)
       addIfConstant(o);

@@ -66,6 +66,10 @@ struct Options {
   /// by its version counter and the next call freezes again. false keeps
   /// weights as plain graph inputs.
   bool freeze = true;
+  /// Attention spelled out in inference graphs (q k^T, scale, masks,
+  /// softmax, times v) becomes one ATen scaled-dot-product-attention call
+  /// (on the CPU its flash kernel). false keeps the ops as traced.
+  bool fuse_attention = true;
 };
 
 /// Process-wide counters since start (or the last reset()): one int64_t

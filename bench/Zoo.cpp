@@ -1,6 +1,7 @@
 //===- Zoo.cpp - tgc-zoo: public models, eager vs tgc::compile ------------===//
 //
 //   tgc-zoo --dir DIR [--model NAME ...] [--rounds N] [--check] [--json] [--threads N]
+//           [--dtype f32|bf16]
 //
 // Loads each model tests/zoo/make_zoo.py traced into DIR (NAME.pt and its
 // input specs NAME.json) twice, runs one copy eagerly and one through
@@ -12,6 +13,12 @@
 // eager and is one compiled graph: no graph break, no capture after
 // warm-up, no eager fallback; --json prints one JSON object per model instead of the
 // table (bench/zoo_compare.py reads it).
+//
+// --dtype bf16 runs both copies in bfloat16 (NAME.bf16.pt, which make_zoo.py
+// traces from the same weights, else NAME.pt with its floating weights,
+// buffers and inputs converted); the errors are then against the f32 eager
+// run of the same inputs, for eager's bf16 run and tgc's, and --check wants
+// tgc's within twice eager's (plus 1% of the output's scale).
 //
 //===----------------------------------------------------------------------===//
 #include <tgc/Package.h>
@@ -53,6 +60,7 @@ struct Result {
   int64_t graphs = 0, breaksPerCall = 0, kernelsPerCall = 0, externsPerCall = 0;
   int64_t capturesAfterWarmup = 0, fallbacks = 0;
   double maxError = 0, scale = 0;
+  double eagerError = 0; ///< bf16: eager's bf16 run against its f32 run
   double firstCallMs = 0, eagerMs = 0, tgcMs = 0;
 };
 
@@ -61,22 +69,46 @@ std::vector<at::Tensor> run(const torch::jit::Module &m, const std::vector<at::T
       std::vector<c10::IValue>(in.begin(), in.end())));
 }
 
-/// The largest |got - want| over all outputs, and the largest |want|.
-void compare(const std::vector<at::Tensor> &got, const std::vector<at::Tensor> &want,
-             Result &r) {
+/// The largest |got - want| over all outputs (into `error`), and the
+/// largest |want| (into `scale`). `sameType`: the dtypes must agree too.
+void compare(const std::vector<at::Tensor> &got, const std::vector<at::Tensor> &want, double &error,
+             double &scale, bool sameType = true) {
   if (got.size() != want.size())
     throw std::runtime_error("tgc returned " + std::to_string(got.size()) + " outputs, eager " +
                              std::to_string(want.size()));
   for (size_t i = 0; i < got.size(); ++i) {
-    if (got[i].sizes() != want[i].sizes() || got[i].scalar_type() != want[i].scalar_type())
+    if (got[i].sizes() != want[i].sizes() ||
+        (sameType && got[i].scalar_type() != want[i].scalar_type()))
       throw std::runtime_error("output " + std::to_string(i) + " has another shape or dtype");
     at::Tensor g = got[i].to(at::kDouble), w = want[i].to(at::kDouble);
-    r.maxError = std::max(r.maxError, (g - w).abs().max().item<double>());
-    r.scale = std::max(r.scale, w.abs().max().item<double>());
+    error = std::max(error, (g - w).abs().max().item<double>());
+    scale = std::max(scale, w.abs().max().item<double>());
   }
 }
 
-Result runModel(const std::string &dir, const std::string &name, int rounds) {
+/// `m`'s floating parameters and buffers in `dtype`, the others (token
+/// type ids, position indices) as they are: what Python's Module.to(dtype)
+/// does (the C++ jit::Module::to converts every tensor).
+void floatingTo(torch::jit::Module &m, at::ScalarType dtype) {
+  for (const torch::jit::Module &sub : m.modules()) {
+    for (const auto &p : sub.named_parameters(false))
+      if (p.value.is_floating_point())
+        p.value.set_data(p.value.to(dtype));
+    for (const auto &b : sub.named_buffers(false))
+      if (b.value.is_floating_point())
+        b.value.set_data(b.value.to(dtype));
+  }
+}
+
+/// `in` with its floating tensors in `dtype`.
+std::vector<at::Tensor> inDtype(const std::vector<at::Tensor> &in, at::ScalarType dtype) {
+  std::vector<at::Tensor> out;
+  for (const at::Tensor &t : in)
+    out.push_back(t.is_floating_point() ? t.to(dtype) : t);
+  return out;
+}
+
+Result runModel(const std::string &dir, const std::string &name, int rounds, at::ScalarType dtype) {
   Result r;
   r.name = name;
   json meta;
@@ -85,24 +117,56 @@ Result runModel(const std::string &dir, const std::string &name, int rounds) {
   std::vector<tgc::InputSpec> specs;
   for (const json &s : meta.at("inputs"))
     specs.push_back(tgc::parseInputSpec(s.get<std::string>()));
+  const bool reduced = dtype != at::kFloat;
   torch::jit::Module eager = torch::jit::load(dir + "/" + name + ".pt");
   eager.eval();
-  auto compiled = tgc::compile(torch::jit::load(dir + "/" + name + ".pt"));
+  torch::jit::Module reference; // f32, when measuring another dtype
+  if (reduced) {
+    reference = eager.clone();
+  }
+  // make_zoo.py traces a bf16 copy too (a graph traced in f32 can hold
+  // f32 constants a converted module trips on); without it, the f32 module
+  // converted.
+  const std::string traced16 = dir + "/" + name + ".bf16.pt";
+  const bool own = dtype == at::kBFloat16 && std::filesystem::exists(traced16);
+  if (own)
+    eager = torch::jit::load(traced16);
+  else if (reduced)
+    floatingTo(eager, dtype);
+  eager.eval();
+  torch::jit::Module toCompile = torch::jit::load(own ? traced16 : dir + "/" + name + ".pt");
+  if (reduced && !own)
+    floatingTo(toCompile, dtype);
+  auto compiled = tgc::compile(toCompile);
   at::NoGradGuard noGrad;
-  std::vector<at::Tensor> in = tgc::randomInputs(specs, 7);
+  std::vector<at::Tensor> in32 = tgc::randomInputs(specs, 7);
+  std::vector<at::Tensor> in = inDtype(in32, dtype);
+  // Errors: against eager in the same dtype, or for a reduced dtype against
+  // eager in f32 (and eager's own error so).
+  auto check = [&](const std::vector<at::Tensor> &got, const std::vector<at::Tensor> &x32,
+                   const std::vector<at::Tensor> &x) {
+    if (!reduced)
+      return compare(got, run(eager, x), r.maxError, r.scale);
+    std::vector<at::Tensor> want = run(reference, x32), mine = run(eager, x);
+    double ignored = 0;
+    compare(got, mine, ignored, ignored); // shapes and dtypes as eager's
+    compare(got, want, r.maxError, r.scale, false);
+    compare(mine, want, r.eagerError, r.scale, false);
+  };
 
   tgc::reset();
   auto start = Clock::now();
   std::vector<at::Tensor> got = tgc::flattenOutputs(
       compiled->forward(std::vector<c10::IValue>(in.begin(), in.end())));
   r.firstCallMs = msSince(start);
-  compare(got, run(eager, in), r);
+  check(got, in32, in);
   r.graphs = tgc::stats().graphs_compiled;
   // Warm-up on fresh inputs of the same properties, then one counted call.
-  std::vector<at::Tensor> in2 = tgc::randomInputs(specs, 8);
+  std::vector<at::Tensor> in2_32 = tgc::randomInputs(specs, 8);
+  std::vector<at::Tensor> in2 = inDtype(in2_32, dtype);
   for (int i = 0; i < 2; ++i)
-    compare(tgc::flattenOutputs(compiled->forward(std::vector<c10::IValue>(in2.begin(), in2.end()))),
-            run(eager, in2), r);
+    check(tgc::flattenOutputs(compiled->forward(std::vector<c10::IValue>(in2.begin(), in2.end()))),
+          in2_32, in2);
   tgc::Stats before = tgc::stats();
   compiled->forward(std::vector<c10::IValue>(in.begin(), in.end()));
   tgc::Stats after = tgc::stats();
@@ -147,6 +211,7 @@ int main(int argc, char **argv) {
   int threads = std::max(1, (int)std::thread::hardware_concurrency());
   bool check = false, asJson = false;
   double tolerance = 1e-4; // of the output's scale, f32 through deep models
+  at::ScalarType dtype = at::kFloat;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     auto value = [&]() -> std::string {
@@ -170,9 +235,17 @@ int main(int argc, char **argv) {
       tolerance = std::stod(value());
     else if (a == "--threads")
       threads = std::max(1, std::stoi(value()));
-    else {
+    else if (a == "--dtype") {
+      std::string d = value();
+      if (d == "bf16" || d == "bfloat16")
+        dtype = at::kBFloat16;
+      else if (d != "f32" && d != "float32") {
+        std::fprintf(stderr, "tgc-zoo: --dtype f32 or bf16, not %s\n", d.c_str());
+        return 2;
+      }
+    } else {
       std::fprintf(stderr, "usage: tgc-zoo --dir DIR [--model NAME ...] [--rounds N] [--check] "
-                           "[--json] [--tolerance T] [--threads N]\n");
+                           "[--json] [--tolerance T] [--threads N] [--dtype f32|bf16]\n");
       return 2;
     }
   }
@@ -184,47 +257,66 @@ int main(int argc, char **argv) {
     models = allModels(dir);
   torch::set_num_threads(threads);
   bool failed = false;
+  const bool reduced = dtype != at::kFloat;
   if (!asJson)
-    std::printf("%-20s %-18s %6s %6s %7s %7s %5s %9s %9s %9s %9s %7s\n", "model", "family", "graphs",
-                "breaks", "kernels", "externs", "recap", "max err", "1st (ms)", "eager ms",
-                "tgc ms", "speedup");
+    std::printf("%-20s %-18s %6s %6s %7s %7s %5s %9s%s %9s %9s %9s %7s\n", "model", "family",
+                "graphs", "breaks", "kernels", "externs", "recap", reduced ? "tgc err" : "max err",
+                reduced ? " eager err" : "", "1st (ms)", "eager ms", "tgc ms", "speedup");
   for (const std::string &name : models) {
     Result r;
     try {
-      r = runModel(dir, name, rounds);
+      r = runModel(dir, name, rounds, dtype);
     } catch (const std::exception &e) {
       r.name = name;
       r.error = e.what();
-      r.error = r.error.substr(0, r.error.find('\n'));
+      if (std::getenv("TGC_ZOO_FULL_ERRORS") == nullptr)
+        r.error = r.error.substr(0, r.error.find('\n'));
     }
     double rel = r.maxError / std::max(1.0, r.scale);
+    double eagerRel = r.eagerError / std::max(1.0, r.scale);
+    // A reduced dtype's error is against f32: tgc's within twice eager's.
+    const double limit = reduced ? 2 * eagerRel + 0.01 : tolerance;
     // The zoo's targets: right, compiled, one graph replayed (no breaks, no
     // capture after warm-up, nothing run eagerly).
-    bool bad = !r.ok || rel > tolerance || r.graphs == 0 || r.breaksPerCall != 0 ||
+    bool bad = !r.ok || rel > limit || r.graphs == 0 || r.breaksPerCall != 0 ||
                r.capturesAfterWarmup != 0 || r.fallbacks != 0;
     failed = failed || bad;
     if (asJson) {
-      json j{{"model", r.name}, {"family", r.family}, {"ok", r.ok}, {"error", r.error},
-             {"graphs", r.graphs}, {"breaks_per_call", r.breaksPerCall},
-             {"kernels_per_call", r.kernelsPerCall}, {"externs_per_call", r.externsPerCall},
-             {"captures_after_warmup", r.capturesAfterWarmup}, {"fallbacks", r.fallbacks},
-             {"max_error", r.maxError}, {"scale", r.scale}, {"first_call_ms", r.firstCallMs},
-             {"eager_ms", r.eagerMs}, {"tgc_ms", r.tgcMs}};
+      json j{{"model", r.name},
+             {"family", r.family},
+             {"ok", r.ok},
+             {"error", r.error},
+             {"graphs", r.graphs},
+             {"breaks_per_call", r.breaksPerCall},
+             {"kernels_per_call", r.kernelsPerCall},
+             {"externs_per_call", r.externsPerCall},
+             {"captures_after_warmup", r.capturesAfterWarmup},
+             {"fallbacks", r.fallbacks},
+             {"max_error", r.maxError},
+             {"scale", r.scale},
+             {"first_call_ms", r.firstCallMs},
+             {"dtype", reduced ? "bf16" : "f32"},
+             {"eager_error", r.eagerError},
+             {"eager_ms", r.eagerMs},
+             {"tgc_ms", r.tgcMs}};
       std::printf("%s\n", j.dump().c_str());
     } else if (!r.ok) {
       std::printf("%-20s FAILED: %s\n", r.name.c_str(), r.error.c_str());
     } else {
-      std::printf("%-20s %-18s %6lld %6lld %7lld %7lld %5lld %9.2e %9.0f %9.2f %9.2f %6.2fx%s\n",
+      char eagerErr[32] = "";
+      if (reduced)
+        std::snprintf(eagerErr, sizeof eagerErr, " %9.2e", eagerRel);
+      std::printf("%-20s %-18s %6lld %6lld %7lld %7lld %5lld %9.2e%s %9.0f %9.2f %9.2f %6.2fx%s\n",
                   r.name.c_str(), r.family.c_str(), (long long)r.graphs, (long long)r.breaksPerCall,
                   (long long)r.kernelsPerCall, (long long)r.externsPerCall,
-                  (long long)r.capturesAfterWarmup, rel, r.firstCallMs, r.eagerMs, r.tgcMs,
-                  r.eagerMs / std::max(1e-9, r.tgcMs),
-                  rel > tolerance          ? "  MISMATCH"
-                  : r.graphs == 0          ? "  NOTHING COMPILED"
-                  : r.breaksPerCall != 0   ? "  GRAPH BREAKS"
-                  : r.capturesAfterWarmup  ? "  RECAPTURED"
-                  : r.fallbacks != 0       ? "  EAGER FALLBACKS"
-                                           : "");
+                  (long long)r.capturesAfterWarmup, rel, eagerErr, r.firstCallMs, r.eagerMs,
+                  r.tgcMs, r.eagerMs / std::max(1e-9, r.tgcMs),
+                  rel > limit             ? "  MISMATCH"
+                  : r.graphs == 0         ? "  NOTHING COMPILED"
+                  : r.breaksPerCall != 0  ? "  GRAPH BREAKS"
+                  : r.capturesAfterWarmup ? "  RECAPTURED"
+                  : r.fallbacks != 0      ? "  EAGER FALLBACKS"
+                                          : "");
     }
     std::fflush(stdout);
   }

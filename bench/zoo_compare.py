@@ -13,6 +13,12 @@ Inductor's over eager PyTorch, and geometric means.
 
 Usage: .venv/bin/python bench/zoo_compare.py [--zoo DIR] [--only NAME ...]
            [--rounds N] [--threads N] [--inductor default,freezing | --no-inductor]
+           [--dtype f32|bf16]
+
+--dtype bf16 runs every model in bfloat16 (tgc-zoo --dtype bf16: the bf16
+trace make_zoo.py writes; Inductor: the Python model and its floating inputs
+converted); "max err" is then tgc's error against the f32 eager run and
+"eager err" eager bf16's, both relative to the output's scale.
 
 Inductor runs in each listed configuration ("freezing": the recommended CPU
 inference setting, torch._inductor.config.freezing = True); the last column
@@ -37,10 +43,10 @@ sys.path.insert(0, os.path.join(HERE, "..", "tests", "zoo"))
 import make_zoo  # noqa: E402
 
 
-def tgc_row(binary, zoo, name, rounds, threads):
+def tgc_row(binary, zoo, name, rounds, threads, dtype):
     start = time.time()
     p = subprocess.run([binary, "--dir", zoo, "--model", name, "--rounds", str(rounds), "--json",
-                        "--threads", str(threads)], capture_output=True, text=True)
+                        "--threads", str(threads), "--dtype", dtype], capture_output=True, text=True)
     rows = [json.loads(l) for l in p.stdout.splitlines() if l.startswith("{")]
     if p.returncode != 0 or not rows:
         why = f"exit {p.returncode}" if p.returncode >= 0 else f"signal {-p.returncode}"
@@ -50,7 +56,7 @@ def tgc_row(binary, zoo, name, rounds, threads):
     return rows[0]
 
 
-def inductor_speedup(name, rounds, freezing):
+def inductor_speedup(name, rounds, freezing, dtype):
     family, make, inputs_of = make_zoo.MODELS[name]
     torch.manual_seed(sum(map(ord, name)))
     model = make()
@@ -58,6 +64,9 @@ def inductor_speedup(name, rounds, freezing):
     make_zoo.reinit_zeros(model)
     make_zoo.calibrate(model, inputs)
     args = tuple(t for _, t, _ in inputs)
+    if dtype == "bf16":
+        model = model.to(torch.bfloat16)
+        args = tuple(t.to(torch.bfloat16) if t.is_floating_point() else t for t in args)
     torch._dynamo.reset()
     torch._inductor.config.freezing = freezing
     compiled = torch.compile(model)
@@ -91,6 +100,7 @@ def main():
                     help="comma-separated Inductor configurations: default, freezing")
     ap.add_argument("--freezing", action="store_true", help="same as --inductor freezing")
     ap.add_argument("--threads", type=int, default=os.cpu_count() or 1)
+    ap.add_argument("--dtype", default="f32", choices=["f32", "bf16"])
     a = ap.parse_args()
     torch.set_num_threads(a.threads)
     modes = [] if a.no_inductor else ["freezing"] if a.freezing else \
@@ -101,24 +111,25 @@ def main():
         subprocess.run([sys.executable, os.path.join(HERE, "..", "tests", "zoo", "make_zoo.py"),
                         a.zoo, "--only", *missing], check=False)
     labels = {"default": "inductor", "freezing": "ind+frz"}
+    bf16 = a.dtype == "bf16"
     head = (f"{'model':20} {'graphs':>6} {'breaks':>6} {'kernels':>7} {'externs':>7} {'recap':>5} "
-            f"{'max err':>9} {'1st s':>6} {'tgc/eager':>9}")
+            f"{'max err':>9}" + (f" {'eager err':>9}" if bf16 else "") + f" {'1st s':>6} {'tgc/eager':>9}")
     for m in modes:
         head += f" {labels[m]:>9}"
     if modes:
         head += (f" {'tgc/' + labels[modes[-1]]:>13} {'tgc ms':>8} {labels[modes[-1]] + ' ms':>8}"
                  f" {'by time':>9}")
-    print(f"{a.threads} thread(s), {a.rounds} alternating rounds, medians")
+    print(f"{a.threads} thread(s), {a.dtype}, {a.rounds} alternating rounds, medians")
     print(head)
     tgc_speed, crashes, mismatches = [], 0, 0
     ind_speed = {m: [] for m in modes}
     versus, by_time = [], []
     for name in names:
-        r = tgc_row(a.bench, a.zoo, name, a.rounds, a.threads)
+        r = tgc_row(a.bench, a.zoo, name, a.rounds, a.threads, a.dtype)
         ind, ind_ms = {}, {}
         for m in modes:
             try:
-                ind[m], ind_ms[m] = inductor_speedup(name, a.rounds, m == "freezing")
+                ind[m], ind_ms[m] = inductor_speedup(name, a.rounds, m == "freezing", a.dtype)
                 ind_speed[m].append(ind[m])
             except Exception as e:  # Inductor's own failures are reported, not fatal
                 ind[m], ind_ms[m] = float("nan"), float("nan")
@@ -129,11 +140,13 @@ def main():
             print(f"{name:20} {r.get('error', 'failed')[:60]:60}{ind_text}")
             continue
         rel = r["max_error"] / max(1.0, r["scale"])
-        mismatches += rel > 1e-4
+        eager_rel = r.get("eager_error", 0.0) / max(1.0, r["scale"])
+        mismatches += rel > (2 * eager_rel + 0.01 if bf16 else 1e-4)
         speed = r["eager_ms"] / r["tgc_ms"]
         tgc_speed.append(speed)
         line = (f"{name:20} {r['graphs']:6} {r['breaks_per_call']:6} {r['kernels_per_call']:7} "
                 f"{r['externs_per_call']:7} {r['captures_after_warmup']:5} {rel:9.1e} "
+                + (f"{eager_rel:9.1e} " if bf16 else "") +
                 f"{r['first_call_ms'] / 1000:6.1f} {speed:8.2f}x{ind_text}")
         if modes and ind[modes[-1]] == ind[modes[-1]] and ind[modes[-1]] > 0:
             versus.append(speed / ind[modes[-1]])
@@ -141,8 +154,8 @@ def main():
             line += (f" {versus[-1]:12.2f}x {r['tgc_ms']:8.2f} {ind_ms[modes[-1]]:8.2f}"
                      f" {by_time[-1]:8.2f}x")
         print(line)
-    tail = (f"{'geomean':20} {'':6} {'':6} {'':7} {'':7} {'':5} {'':9} {'':6} "
-            f"{geomean(tgc_speed):8.2f}x")
+    tail = (f"{'geomean':20} {'':6} {'':6} {'':7} {'':7} {'':5} {'':9} "
+            + (f"{'':9} " if bf16 else "") + f"{'':6} {geomean(tgc_speed):8.2f}x")
     for m in modes:
         tail += f" {geomean(ind_speed[m]):8.2f}x"
     if modes:

@@ -61,6 +61,24 @@ std::vector<int> writtenArgs(const SegmentNode &n) {
   return ids;
 }
 
+/// Whether this CPU runs oneDNN's bf16 kernels (AVX-512 or newer; asked
+/// once through mkldnn::_is_mkldnn_bf16_supported).
+bool oneDnnHasBFloat16() {
+  static const bool has = [] {
+    std::optional<c10::OperatorHandle> op = findOp("mkldnn::_is_mkldnn_bf16_supported", "");
+    if (!op)
+      return false;
+    try {
+      std::vector<c10::IValue> stack;
+      op->callBoxed(&stack);
+      return !stack.empty() && stack[0].toBool();
+    } catch (const std::exception &) {
+      return false;
+    }
+  }();
+  return has;
+}
+
 class Freezer {
 public:
   Freezer(const Segment &seg, size_t userInputs, const std::vector<at::Tensor> &lifted,
@@ -217,9 +235,12 @@ private:
       return false;
     const TensorSpec &xs = seg_.values[x.tensors[0]];
     const at::Tensor &weight = known_[w.tensors[0]];
-    return xs.sizes.size() == 4 && xs.dtype == DType::Float32 && weight.dim() == 4 &&
-           weight.scalar_type() == at::kFloat && n.args[6].kind == ArgValue::Bool &&
-           !n.args[6].b /* transposed */ && n.args[8].kind == ArgValue::Int;
+    const bool dtypeOk = (xs.dtype == DType::Float32 && weight.scalar_type() == at::kFloat) ||
+                         (xs.dtype == DType::BFloat16 && weight.scalar_type() == at::kBFloat16 &&
+                          oneDnnHasBFloat16());
+    return xs.sizes.size() == 4 && dtypeOk && weight.dim() == 4 &&
+           n.args[6].kind == ArgValue::Bool && !n.args[6].b /* transposed */ &&
+           n.args[8].kind == ArgValue::Int;
   }
 
   /// The single node reading `v` (as any argument), or -1.

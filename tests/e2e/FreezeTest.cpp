@@ -97,6 +97,45 @@ TEST(Freeze, ConvNetMatchesEagerWithFoldedBatchNormsAndOneDnnConvolutions) {
   }
 }
 
+TEST(Freeze, BFloat16ConvNetIsOneDnnCallsWithinBFloat16sPrecision) {
+  bool supported = false;
+  {
+    auto op = c10::Dispatcher::singleton().findSchema({"mkldnn::_is_mkldnn_bf16_supported", ""});
+    if (op) {
+      std::vector<c10::IValue> stack;
+      op->callBoxed(&stack);
+      supported = stack.at(0).toBool();
+    }
+  }
+  if (!supported)
+    GTEST_SKIP() << "oneDNN has no bf16 kernels on this CPU (needs AVX-512): bf16 convolutions "
+                    "stay ATen calls";
+  SmallNet net = randomNet();
+  torch::Tensor x = torch::randn({2, 3, 13, 13});
+  torch::Tensor want = net->forward(x); // f32
+  net->to(torch::kBFloat16);
+  torch::NoGradGuard noGrad;
+  tgc::reset();
+  auto compiled = tgc::compile(net);
+  torch::Tensor x16 = x.to(torch::kBFloat16);
+  torch::Tensor got = compiled->forward(x16), eager = net->forward(x16);
+  ASSERT_EQ(got.scalar_type(), torch::kBFloat16);
+  tgc::Stats s = tgc::stats();
+  EXPECT_EQ(s.frozen_graphs, 1);
+  EXPECT_EQ(s.onednn_convolutions, 3) << s.str();
+  // Against the f32 run: within twice eager bf16's own error (batch norms
+  // folded in double, then rounded to bf16 once).
+  double scale = std::max(1.0, want.abs().max().item<double>());
+  double err = (got.to(torch::kFloat) - want).abs().max().item<double>() / scale;
+  double eagerErr = (eager.to(torch::kFloat) - want).abs().max().item<double>() / scale;
+  EXPECT_GT(eagerErr, 0.0) << "bf16 rounds: eager's error cannot be 0";
+  EXPECT_LE(err, 2 * eagerErr + 1e-2) << "tgc " << err << ", eager bf16 " << eagerErr;
+  torch::Tensor z = torch::randn({2, 3, 13, 13}).to(torch::kBFloat16);
+  torch::Tensor gz = compiled->forward(z), ez = net->forward(z);
+  double zscale = std::max(1.0, ez.to(torch::kFloat).abs().max().item<double>());
+  EXPECT_LE((gz - ez).to(torch::kFloat).abs().max().item<double>() / zscale, 5e-2);
+}
+
 /// A DenseNet-style layer: two convolutions concatenated along channels,
 /// batch norm, in-place ReLU, a 1x1 convolution.
 struct DenseLayerImpl : torch::nn::Module {

@@ -8,7 +8,9 @@ calibrated on random batches, zero-initialized heads and layer scales
 re-initialized (so outputs are not degenerate), put in eval mode, traced with
 torch.jit.trace on batch-1 inputs and saved as OUT_DIR/NAME.pt, with
 OUT_DIR/NAME.json holding the input specs in tgc's syntax (the names are
-forward's argument names, as tgc-aot wants them) and the family.
+forward's argument names, as tgc-aot wants them) and the family; the same
+weights converted to bfloat16 are traced again as OUT_DIR/NAME.bf16.pt
+(tgc-zoo --dtype bf16).
 
 Sizes are small on purpose (64-px images, 32-token sequences, few layers):
 the zoo runs in CI on two cores. Models come from torchvision, timm and
@@ -170,6 +172,13 @@ def build(name, out_dir):
         traced = torch.jit.trace(model, args, check_trace=False, strict=False)
     path = os.path.join(out_dir, name + ".pt")
     traced.save(path)
+    # The same weights in bfloat16, traced so (a graph traced in f32 keeps
+    # f32 constants, causal masks for one, that a converted copy trips on).
+    model16 = model.to(torch.bfloat16)
+    args16 = tuple(t.to(torch.bfloat16) if t.is_floating_point() else t for t in args)
+    with torch.no_grad():
+        traced16 = torch.jit.trace(model16, args16, check_trace=False, strict=False)
+    traced16.save(os.path.join(out_dir, name + ".bf16.pt"))
     names = [a.name for a in traced.forward.schema.arguments][1:]
     specs = []
     for arg, (_, _, spec) in zip(names, inputs):

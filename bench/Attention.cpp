@@ -10,6 +10,8 @@
 // over eager; max error of each against eager.
 //
 //   tgc-bench-attention [--rounds N] [--calls N] [--threads N] [--shape NAME]
+#include "Timing.h"
+
 #include <tgc/tgc.h>
 #include <torch/torch.h>
 
@@ -24,6 +26,9 @@
 
 namespace {
 
+using tgc::bench::median;
+using tgc::bench::usPerCall;
+
 struct Shape {
   const char *model;
   int64_t b, h, l, e;
@@ -35,18 +40,6 @@ torch::Tensor decomposed(torch::Tensor q, torch::Tensor k, torch::Tensor v, torc
   return torch::matmul(torch::softmax(s + m, -1), v);
 }
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0 : v[v.size() / 2];
-}
-
-template <class F> double usPerCall(F &&f, int calls) {
-  auto t0 = std::chrono::steady_clock::now();
-  for (int i = 0; i < calls; ++i)
-    f();
-  auto t1 = std::chrono::steady_clock::now();
-  return std::chrono::duration<double, std::micro>(t1 - t0).count() / calls;
-}
 
 double maxError(const torch::Tensor &a, const torch::Tensor &b) {
   return (a - b).abs().max().item<double>();

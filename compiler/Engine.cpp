@@ -282,6 +282,7 @@ detail::Engine::Impl::capture(const std::vector<at::Tensor> &inputs,
       counters().frozenGraphs++;
       counters().foldedOps += frozen.foldedOps + frozen.foldedBatchNorms;
       counters().onednnConvolutions += frozen.fusedConvolutions;
+      counters().packedLinears += frozen.packedLinears;
       entry.exe.lift(frozen.kept);
       entry.exe.constants = frozen.constants;
       entry.exe.guardFrozen(frozen.sources);

@@ -110,8 +110,10 @@ public:
     for (size_t i = 0; i < nodes_.size(); ++i)
       if (isConvolution(nodes_[i]))
         rewriteConvolution(i);
+      else if (isLinear(nodes_[i]))
+        rewriteLinear(i);
     dropDeleted();
-    if (out_.foldedOps + out_.foldedBatchNorms + out_.fusedConvolutions == 0) {
+    if (out_.foldedOps + out_.foldedBatchNorms + out_.fusedConvolutions + out_.packedLinears == 0) {
       why = "nothing to compute from the weights alone";
       return false;
     }
@@ -304,26 +306,10 @@ private:
     // The activation after it, as oneDNN's post-op.
     std::string attr = "none", algorithm;
     r = soleReader(y);
-    if (r >= 0 && nodes_[r].args[0].kind == ArgValue::Tensor && nodes_[r].args[0].tensors[0] == y &&
-        nodes_[r].outputs.size() == 1) {
-      const SegmentNode &act = nodes_[r];
-      std::string op = act.op.substr(act.op.find("::") + 2);
-      if (!op.empty() && op.back() == '_')
-        op.pop_back();
-      if (op == "relu" || op == "sigmoid" || op == "tanh" || op == "hardswish" ||
-          op == "hardsigmoid")
-        attr = op;
-      else if (op == "silu")
-        attr = "swish";
-      else if (op == "gelu" && act.args.size() == 2 && act.args[1].kind == ArgValue::String) {
-        attr = "gelu";
-        algorithm = act.args[1].s;
-      }
-      if (attr != "none") {
-        conv.outputs[0] = act.outputs[0];
-        deleted_.insert(r);
-        out_.fusedActivations++;
-      }
+    if (activationOf(r, y, attr, algorithm)) {
+      conv.outputs[0] = nodes_[r].outputs[0];
+      deleted_.insert(r);
+      out_.fusedActivations++;
     }
     // Else a residual add (writing the convolution's result, or a new
     // tensor) of a same-shaped tensor, with a relu after it: oneDNN's
@@ -403,6 +389,140 @@ private:
       conv = std::move(call);
     }
     out_.fusedConvolutions++;
+  }
+
+  /// Node `r` applies an activation oneDNN has as a post-op to `y`: its
+  /// name in oneDNN's terms (`attr`, and gelu's `algorithm`).
+  bool activationOf(int r, int y, std::string &attr, std::string &algorithm) const {
+    if (r < 0 || nodes_[r].args.empty() || nodes_[r].args[0].kind != ArgValue::Tensor ||
+        nodes_[r].args[0].tensors[0] != y || nodes_[r].outputs.size() != 1)
+      return false;
+    const SegmentNode &act = nodes_[r];
+    std::string op = act.op.substr(act.op.find("::") + 2);
+    if (!op.empty() && op.back() == '_')
+      op.pop_back();
+    if (op == "relu" || op == "sigmoid" || op == "tanh" || op == "hardswish" || op == "hardsigmoid")
+      attr = op;
+    else if (op == "silu")
+      attr = "swish";
+    else if (op == "gelu" && act.args.size() == 2 && act.args[1].kind == ArgValue::String) {
+      attr = "gelu";
+      algorithm = act.args[1].s;
+    } else {
+      return false;
+    }
+    return act.args.size() == 1 || op == "gelu";
+  }
+
+  /// A linear layer with constant weights: `addmm(bias, x, w^T)` with beta
+  /// and alpha 1, or `mm(x, w^T)`, on the CPU in f32 or bf16.
+  bool isLinear(const SegmentNode &n) const {
+    const bool addmm = n.op == "aten::addmm" && n.overload.empty() && n.args.size() == 5;
+    const bool mm = n.op == "aten::mm" && n.overload.empty() && n.args.size() == 2;
+    if (!(addmm || mm) || seg_.device != "cpu" || n.outputs.size() != 1 || n.outputs[0] < 0)
+      return false;
+    const int xa = addmm ? 1 : 0;
+    const ArgValue &x = n.args[xa], &w = n.args[xa + 1];
+    if (x.kind != ArgValue::Tensor || w.kind != ArgValue::Tensor ||
+        known_[x.tensors[0]].defined() || !known_[w.tensors[0]].defined())
+      return false;
+    const TensorSpec &xs = seg_.values[x.tensors[0]];
+    const at::Tensor &weight = known_[w.tensors[0]];
+    if (xs.sizes.size() != 2 || xs.sizes[0] <= 0 || weight.dim() != 2 || weight.size(0) <= 0 ||
+        weight.size(1) <= 0 || weight.scalar_type() != toScalarType(xs.dtype))
+      return false;
+    if (addmm) {
+      auto one = [](const ArgValue &a) {
+        return (a.kind == ArgValue::Int && a.i == 1) || (a.kind == ArgValue::Double && a.d == 1.0);
+      };
+      const ArgValue &b = n.args[0];
+      if (!one(n.args[3]) || !one(n.args[4]) || b.kind != ArgValue::Tensor ||
+          !known_[b.tensors[0]].defined())
+        return false;
+      const at::Tensor &bias = known_[b.tensors[0]];
+      if (bias.numel() != weight.size(1) || bias.size(-1) != weight.size(1) ||
+          bias.scalar_type() != weight.scalar_type())
+        return false;
+    }
+    // f32: MKL's packed sgemm (with the bias in the call) from 1.5M
+    // multiply-adds per layer: DeiT-tiny 11% and Mixer-S 16% faster per
+    // call of the model; below that, in BERT's 32x128x128 layers, it was 5%
+    // slower in the model (addmm writes into the arena and its bias joins
+    // the next kernel) though faster alone (bench/Linear.cpp).
+    if (xs.dtype == DType::Float32)
+      return mklLinear() && xs.sizes[0] * weight.size(0) * weight.size(1) >= kPackedSgemmMacs;
+    return xs.dtype == DType::BFloat16 && oneDnnHasBFloat16() &&
+           at::globalContext().userEnabledMkldnn();
+  }
+
+  /// The multiply-adds from which f32 linear layers use MKL's packed GEMM.
+  static constexpr int64_t kPackedSgemmMacs = int64_t(1536) * 1024;
+
+  /// Whether MKL's packed GEMM (mkl::_mkl_linear) is there.
+  static bool mklLinear() {
+    static const bool has = at::hasMKL() && findOp("mkl::_mkl_linear", "").has_value() &&
+                            findOp("mkl::_mkl_reorder_linear_weight", "").has_value();
+    return has;
+  }
+
+  /// The linear layer at `index` as a packed library GEMM: MKL's packed
+  /// sgemm for f32 (what the measurement in bench/Linear.cpp picked over
+  /// addmm and oneDNN), oneDNN with its activation fused for bf16.
+  void rewriteLinear(size_t index) {
+    SegmentNode &lin = nodes_[index];
+    const bool addmm = lin.op == "aten::addmm";
+    const int xa = addmm ? 1 : 0;
+    const int wId = lin.args[xa + 1].tensors[0];
+    const at::Tensor weight = known_[wId].t().contiguous(); // [n, k], as nn.Linear holds it
+    const int64_t m = seg_.values[lin.args[xa].tensors[0]].sizes[0];
+    std::vector<int> from = {wId};
+    std::optional<at::Tensor> bias;
+    if (addmm) {
+      from.push_back(lin.args[0].tensors[0]);
+      bias = known_[lin.args[0].tensors[0]].reshape({-1}).contiguous();
+    }
+    const bool f32 = weight.scalar_type() == at::kFloat;
+    at::Tensor packed;
+    try {
+      std::vector<c10::IValue> stack;
+      if (f32) {
+        stack = {weight, m};
+        findOp("mkl::_mkl_reorder_linear_weight", "")->callBoxed(&stack);
+      } else {
+        stack = {weight, c10::IValue(m)};
+        findOp("mkldnn::_reorder_linear_weight", "")->callBoxed(&stack);
+      }
+      packed = stack.at(0).toTensor();
+    } catch (const std::exception &e) {
+      log("freeze",
+          std::string("the library does not take this linear layer's weight: ") + e.what());
+      return;
+    }
+    SegmentNode call;
+    call.outputs = lin.outputs;
+    ArgValue b = bias ? ArgValue::ofTensor(addConstant(*bias, from)) : ArgValue();
+    if (f32) {
+      call.op = "mkl::_mkl_linear";
+      call.args = {lin.args[xa], ArgValue::ofTensor(addConstant(packed, from)),
+                   ArgValue::ofTensor(addConstant(weight, from)), b, ArgValue::ofInt(m)};
+    } else {
+      std::string attr = "none", algorithm;
+      const int r = soleReader(lin.outputs[0]);
+      if (activationOf(r, lin.outputs[0], attr, algorithm)) {
+        call.outputs = nodes_[r].outputs;
+        deleted_.insert(r);
+        out_.fusedActivations++;
+      }
+      call.op = "mkldnn::_linear_pointwise";
+      call.args = {lin.args[xa],
+                   ArgValue::ofTensor(addConstant(packed, from)),
+                   b,
+                   ArgValue::ofString(attr),
+                   ArgValue::ofInts({}),
+                   algorithm.empty() ? ArgValue() : ArgValue::ofString(algorithm)};
+    }
+    lin = std::move(call);
+    out_.packedLinears++;
   }
 
   /// The other operand of `add` when it adds a tensor of `y`'s shape and
@@ -647,7 +767,8 @@ bool freezeSegment(const Segment &seg, size_t userInputs, const std::vector<at::
                     std::to_string(out.foldedBatchNorms) + " batch norms folded, " +
                     std::to_string(out.fusedConvolutions) + " oneDNN convolutions (" +
                     std::to_string(out.fusedActivations) + " activations and " +
-                    std::to_string(out.fusedResiduals) + " residual adds fused)");
+                    std::to_string(out.fusedResiduals) + " residual adds fused), " +
+                    std::to_string(out.packedLinears) + " packed linear layers");
   return true;
 }
 

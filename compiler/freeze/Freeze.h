@@ -46,6 +46,7 @@ struct Frozen {
   int fusedConvolutions = 0; ///< convolutions made oneDNN calls
   int fusedActivations = 0;  ///< activations fused into them
   int fusedResiduals = 0;    ///< residual adds fused into them
+  int packedLinears = 0;     ///< linear layers made packed MKL/oneDNN GEMMs
 };
 
 /// Freezes `seg` (inputs: `userInputs` of the user's, then `lifted`; its

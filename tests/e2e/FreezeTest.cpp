@@ -21,6 +21,37 @@ void expectClose(const torch::Tensor &got, const torch::Tensor &want, double tol
   EXPECT_LE(err, tol * scale) << "max error " << err << " (max |x| " << scale << ")";
 }
 
+/// Whether oneDNN runs bf16 on this CPU (what freezing asks too).
+bool oneDnnHasBFloat16() {
+  auto op = c10::Dispatcher::singleton().findSchema({"mkldnn::_is_mkldnn_bf16_supported", ""});
+  if (!op)
+    return false;
+  std::vector<c10::IValue> stack;
+  op->callBoxed(&stack);
+  return stack.at(0).toBool();
+}
+
+/// `net` (f32) run on `x`, then converted to bf16 and run eagerly and through
+/// tgc::compile (after a tgc::reset()): tgc's error against the f32 run must
+/// be within twice eager bf16's (plus 1% of the output's scale). Returns the
+/// compiled module.
+template <class Net> auto expectBf16WithinEagerError(Net &net, const torch::Tensor &x) {
+  torch::Tensor want = net->forward(x).detach();
+  net->to(torch::kBFloat16);
+  torch::NoGradGuard noGrad;
+  tgc::reset();
+  auto compiled = tgc::compile(net);
+  torch::Tensor x16 = x.to(torch::kBFloat16);
+  torch::Tensor got = compiled->forward(x16), eager = net->forward(x16);
+  EXPECT_EQ(got.scalar_type(), torch::kBFloat16);
+  double scale = std::max(1.0, want.abs().max().item<double>());
+  double err = (got.to(torch::kFloat) - want).abs().max().item<double>() / scale;
+  double eagerErr = (eager.to(torch::kFloat) - want).abs().max().item<double>() / scale;
+  EXPECT_GT(eagerErr, 0.0) << "bf16 rounds: eager's error cannot be 0";
+  EXPECT_LE(err, 2 * eagerErr + 1e-2) << "tgc " << err << ", eager bf16 " << eagerErr;
+  return compiled;
+}
+
 /// A ResNet-style block and head: conv-bn-relu, conv-bn + residual, relu,
 /// a SiLU branch, pooling, flatten and a linear layer.
 struct SmallNetImpl : torch::nn::Module {
@@ -98,42 +129,86 @@ TEST(Freeze, ConvNetMatchesEagerWithFoldedBatchNormsAndOneDnnConvolutions) {
 }
 
 TEST(Freeze, BFloat16ConvNetIsOneDnnCallsWithinBFloat16sPrecision) {
-  bool supported = false;
-  {
-    auto op = c10::Dispatcher::singleton().findSchema({"mkldnn::_is_mkldnn_bf16_supported", ""});
-    if (op) {
-      std::vector<c10::IValue> stack;
-      op->callBoxed(&stack);
-      supported = stack.at(0).toBool();
-    }
-  }
-  if (!supported)
+  if (!oneDnnHasBFloat16())
     GTEST_SKIP() << "oneDNN has no bf16 kernels on this CPU (needs AVX-512): bf16 convolutions "
                     "stay ATen calls";
   SmallNet net = randomNet();
-  torch::Tensor x = torch::randn({2, 3, 13, 13});
-  torch::Tensor want = net->forward(x); // f32
-  net->to(torch::kBFloat16);
-  torch::NoGradGuard noGrad;
-  tgc::reset();
-  auto compiled = tgc::compile(net);
-  torch::Tensor x16 = x.to(torch::kBFloat16);
-  torch::Tensor got = compiled->forward(x16), eager = net->forward(x16);
-  ASSERT_EQ(got.scalar_type(), torch::kBFloat16);
+  auto compiled = expectBf16WithinEagerError(net, torch::randn({2, 3, 13, 13}));
   tgc::Stats s = tgc::stats();
   EXPECT_EQ(s.frozen_graphs, 1);
   EXPECT_EQ(s.onednn_convolutions, 3) << s.str();
-  // Against the f32 run: within twice eager bf16's own error (batch norms
-  // folded in double, then rounded to bf16 once).
-  double scale = std::max(1.0, want.abs().max().item<double>());
-  double err = (got.to(torch::kFloat) - want).abs().max().item<double>() / scale;
-  double eagerErr = (eager.to(torch::kFloat) - want).abs().max().item<double>() / scale;
-  EXPECT_GT(eagerErr, 0.0) << "bf16 rounds: eager's error cannot be 0";
-  EXPECT_LE(err, 2 * eagerErr + 1e-2) << "tgc " << err << ", eager bf16 " << eagerErr;
+  torch::NoGradGuard noGrad;
   torch::Tensor z = torch::randn({2, 3, 13, 13}).to(torch::kBFloat16);
   torch::Tensor gz = compiled->forward(z), ez = net->forward(z);
   double zscale = std::max(1.0, ez.to(torch::kFloat).abs().max().item<double>());
   EXPECT_LE((gz - ez).to(torch::kFloat).abs().max().item<double>() / zscale, 5e-2);
+}
+
+/// A transformer MLP block: linear, GELU, linear, on [batch, tokens, dim].
+struct MlpImpl : torch::nn::Module {
+  MlpImpl(int64_t dim, int64_t hidden)
+      : fc1(register_module("fc1", torch::nn::Linear(dim, hidden))),
+        fc2(register_module("fc2", torch::nn::Linear(hidden, dim))) {}
+  torch::Tensor forward(torch::Tensor x) { return fc2(torch::gelu(fc1(x))) + x; }
+  torch::nn::Linear fc1, fc2;
+};
+TORCH_MODULE(Mlp);
+
+/// A seeded MLP in eval mode, compiled after a tgc::reset().
+auto compiledMlp(Mlp &net, uint64_t seed, int64_t dim, int64_t hidden) {
+  torch::manual_seed(seed);
+  net = Mlp(dim, hidden);
+  net->eval();
+  tgc::reset();
+  return tgc::compile(net);
+}
+
+TEST(Freeze, LargeF32LinearLayersArePackedMklGemmsAndFollowWeightUpdates) {
+  // 2 x 48 tokens x 256 -> 512: 12.6M multiply-adds per layer, above the
+  // 1.5M from which MKL's packed sgemm pays.
+  torch::NoGradGuard noGrad;
+  Mlp net(nullptr);
+  auto compiled = compiledMlp(net, 12, 256, 512);
+  torch::Tensor x = torch::randn({2, 48, 256});
+  expectClose(compiled->forward(x), net->forward(x));
+  EXPECT_EQ(tgc::stats().packed_linears, 2) << tgc::stats().str();
+  EXPECT_EQ(tgc::stats().eager_fallbacks, 0);
+  // A non-contiguous input of the same shape, then new weights.
+  torch::Tensor xt = torch::randn({2, 256, 48}).transpose(1, 2);
+  expectClose(compiled->forward(xt), net->forward(xt));
+  net->fc1->weight.mul_(-0.5);
+  net->fc2->bias.add_(1.0);
+  expectClose(compiled->forward(x), net->forward(x));
+}
+
+TEST(Freeze, SmallF32LinearLayersStayAddmm) {
+  // 4 x 16 -> 32: packing costs more than it saves (bench/Linear.cpp).
+  torch::NoGradGuard noGrad;
+  Mlp net(nullptr);
+  auto compiled = compiledMlp(net, 13, 16, 32);
+  torch::Tensor x = torch::randn({4, 16});
+  expectClose(compiled->forward(x), net->forward(x));
+  EXPECT_EQ(tgc::stats().packed_linears, 0) << tgc::stats().str();
+  EXPECT_EQ(tgc::stats().frozen_graphs, 1) << "the weights' transposes are still folded";
+}
+
+TEST(Freeze, BFloat16LinearLayersAreOneDnnGemmsWithTheirActivation) {
+  if (!oneDnnHasBFloat16())
+    GTEST_SKIP() << "oneDNN has no bf16 kernels on this CPU (needs AVX-512)";
+  torch::manual_seed(14);
+  Mlp net(64, 128);
+  net->eval();
+  torch::Tensor x = torch::randn({24, 64});
+  auto compiled = expectBf16WithinEagerError(net, x);
+  EXPECT_EQ(tgc::stats().packed_linears, 2) << tgc::stats().str();
+  torch::NoGradGuard noGrad;
+  torch::Tensor x16 = x.to(torch::kBFloat16);
+  // A replay: fc1's bias and GELU are in its oneDNN call, so the residual
+  // add is the one tgc kernel.
+  tgc::reset();
+  compiled->forward(x16);
+  EXPECT_EQ(tgc::stats().kernel_launches, 1) << tgc::stats().str();
+  EXPECT_EQ(tgc::stats().extern_calls, 2) << tgc::stats().str();
 }
 
 /// A DenseNet-style layer: two convolutions concatenated along channels,

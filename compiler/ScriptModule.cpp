@@ -6,6 +6,7 @@
 #include <torch/csrc/jit/api/module.h>
 #include <torch/csrc/jit/runtime/graph_executor.h>
 
+#include <cstring>
 #include <mutex>
 
 namespace tgc {
@@ -47,10 +48,45 @@ static std::vector<at::Tensor> flattenOutput(const c10::IValue &out, int &struct
   return out.toTensorVector();
 }
 
+/// Folds the module's state into `h`: the identity of every tensor
+/// attribute (parameters, buffers) and the value of every bool, int and
+/// float attribute (`training` among them), submodules included. A replaced
+/// parameter (`setattr`, `register_parameter` again), `train()` / `eval()`
+/// or a changed attribute the scripted code branches on changes the key, so
+/// the next call is a guard miss instead of a replay of graphs captured
+/// with the old tensors or mode. Walks the slots: no allocation.
+static void mixModuleState(const c10::ivalue::Object &object, uint64_t &h, int depth = 0) {
+  auto mix = [&h](uint64_t v) { h = detail::mixKey(h, v); };
+  mix(object.slots().size());
+  for (const c10::IValue &v : object.slots()) {
+    if (v.isTensor()) {
+      mix(reinterpret_cast<uintptr_t>(v.unsafeToTensorImpl()));
+    } else if (v.isBool()) {
+      mix(v.toBool() ? 3 : 5);
+    } else if (v.isInt()) {
+      mix(static_cast<uint64_t>(v.toInt()));
+    } else if (v.isDouble()) {
+      double d = v.toDouble();
+      uint64_t bits;
+      std::memcpy(&bits, &d, sizeof bits);
+      mix(bits);
+    } else if (v.isObject() && depth < 64) {
+      const c10::ivalue::Object &child = v.toObjectRef();
+      mix(reinterpret_cast<uintptr_t>(&child));
+      if (child.type()->is_module())
+        mixModuleState(child, h, depth + 1);
+    } else {
+      mix(static_cast<uint64_t>(v.isNone() ? 7 : 11));
+    }
+  }
+}
+
 c10::IValue CompiledScriptModule::forward(std::vector<c10::IValue> inputs) const {
   std::vector<at::Tensor> tensors;
   std::vector<size_t> positions;
-  std::string key;
+  uint64_t state = 0xcbf29ce484222325ull;
+  mixModuleState(*impl_->module._ivalue(), state);
+  std::string key = "m" + std::to_string(state) + ";";
   for (size_t i = 0; i < inputs.size(); ++i) {
     const c10::IValue &v = inputs[i];
     if (v.isTensor()) {

@@ -145,6 +145,45 @@ TEST(ScriptCapture, StraightLineModuleIsOneGraph) {
   EXPECT_EQ(s.eager_fallbacks, 0);
 }
 
+TEST(ScriptCapture, AReplacedParameterTheModeOrAnAttributeCapturesAgain) {
+  torch::NoGradGuard noGrad;
+  torch::jit::Module m("Stateful");
+  m.register_parameter("w", torch::randn({5, 4}), false);
+  m.register_buffer("b", torch::randn({4}));
+  m.register_attribute("training", c10::BoolType::get(), true);
+  m.register_attribute("k", c10::IntType::get(), 3);
+  m.define(R"(
+    def forward(self, x):
+        y = torch.matmul(x, self.w) + self.b
+        if self.training:
+            return y * 0.5
+        return torch.relu(y) * self.k
+  )");
+  m.eval();
+  tgc::reset();
+  auto sm = tgc::compile(m);
+  torch::Tensor x = torch::randn({3, 5});
+  auto check = [&] { expectClose(sm->forward({x}).toTensor(), m.forward({x}).toTensor()); };
+  check();
+  check(); // replay
+  EXPECT_EQ(tgc::stats().captures, 1);
+  // Replaced, not updated in place: the graph's weight is another tensor.
+  m.setattr("w", torch::randn({5, 4}));
+  check();
+  m.register_buffer("b", torch::randn({4}));
+  check();
+  m.setattr("k", c10::IValue(int64_t(-2)));
+  check();
+  m.train();
+  check();
+  m.eval();
+  check();
+  tgc::Stats s = tgc::stats();
+  EXPECT_EQ(s.captures, 5) << "w, b, k and train() each captured again; eval() replays\n"
+                           << s.str();
+  EXPECT_EQ(s.eager_fallbacks, 0) << s.str();
+}
+
 // --- functionalization: in-place ops and views ----------------------------------
 
 template <class F> void checkMutating(F fn, std::vector<torch::Tensor> inputs) {

@@ -128,6 +128,14 @@ Explanation explainCall(const std::vector<at::Tensor> &inputs,
                         const std::function<std::vector<at::Tensor>(
                             const std::vector<at::Tensor> &)> &body);
 
+/// Folds `v` into the hash `h` (splitmix64's finalizer): module state keys.
+inline uint64_t mixKey(uint64_t h, uint64_t v) {
+  uint64_t z = h + 0x9e3779b97f4a7c15ull + v;
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
 template <class T> struct IsTensor : std::is_same<std::decay_t<T>, at::Tensor> {};
 
 template <class T> void appendScalar(std::string &key, const T &v) {
@@ -269,14 +277,16 @@ public:
   const Holder &module() const { return module_; }
 
 private:
-  /// Identity and training flag of every parameter and buffer.
+  /// Identity and training flag of every parameter and buffer, hashed
+  /// (no string per tensor on every call).
   std::string moduleKey() const {
-    std::string key = module_->is_training() ? "train;" : "eval;";
+    uint64_t h = detail::mixKey(0, module_->is_training() ? 1 : 2);
     for (const auto &p : module_->parameters())
-      key += std::to_string(reinterpret_cast<uintptr_t>(p.unsafeGetTensorImpl())) + ",";
+      h = detail::mixKey(h, reinterpret_cast<uintptr_t>(p.unsafeGetTensorImpl()));
+    h = detail::mixKey(h, 3);
     for (const auto &b : module_->buffers())
-      key += std::to_string(reinterpret_cast<uintptr_t>(b.unsafeGetTensorImpl())) + ",";
-    return key + "|";
+      h = detail::mixKey(h, reinterpret_cast<uintptr_t>(b.unsafeGetTensorImpl()));
+    return "m" + std::to_string(h) + "|";
   }
   template <class Tuple, size_t... I>
   std::vector<at::Tensor> callWith(Tuple &args, const std::vector<at::Tensor> &tensors,
@@ -290,7 +300,10 @@ private:
 
 /// A compiled TorchScript module: its interpreter's ATen calls are captured
 /// like a C++ callable's. Inputs are tensors and int/double/bool/string
-/// values; outputs a tensor or a tuple or list of tensors.
+/// values; outputs a tensor or a tuple or list of tensors. The module's
+/// state is part of the guard: replacing a parameter or buffer (`setattr`),
+/// `train()` / `eval()` and changing a bool/int/float attribute capture
+/// again; in-place updates of weights are guarded by their versions.
 class CompiledScriptModule {
 public:
   CompiledScriptModule(const torch::jit::Module &module, Options options);

@@ -57,7 +57,7 @@ struct Result {
   std::string name, family;
   bool ok = false;
   std::string error;
-  int64_t graphs = 0, breaksPerCall = 0, kernelsPerCall = 0, externsPerCall = 0;
+  int64_t graphs = 0, breaksPerCall = 0, kernelsPerCall = 0, externsPerCall = 0, boxedPerCall = 0;
   int64_t capturesAfterWarmup = 0, fallbacks = 0;
   double maxError = 0, scale = 0;
   double eagerError = 0; ///< bf16: eager's bf16 run against its f32 run
@@ -173,6 +173,7 @@ Result runModel(const std::string &dir, const std::string &name, int rounds, at:
   r.breaksPerCall = after.graph_breaks - before.graph_breaks;
   r.kernelsPerCall = after.kernel_launches - before.kernel_launches;
   r.externsPerCall = after.extern_calls - before.extern_calls;
+  r.boxedPerCall = after.boxed_calls - before.boxed_calls;
   r.capturesAfterWarmup = after.captures - before.captures;
   r.fallbacks = after.eager_fallbacks;
   r.graphs = after.graphs_compiled;
@@ -259,9 +260,10 @@ int main(int argc, char **argv) {
   bool failed = false;
   const bool reduced = dtype != at::kFloat;
   if (!asJson)
-    std::printf("%-20s %-18s %6s %6s %7s %7s %5s %9s%s %9s %9s %9s %7s\n", "model", "family",
-                "graphs", "breaks", "kernels", "externs", "recap", reduced ? "tgc err" : "max err",
-                reduced ? " eager err" : "", "1st (ms)", "eager ms", "tgc ms", "speedup");
+    std::printf("%-20s %-18s %6s %6s %7s %7s %5s %5s %9s%s %9s %9s %9s %7s\n", "model", "family",
+                "graphs", "breaks", "kernels", "externs", "boxed", "recap",
+                reduced ? "tgc err" : "max err", reduced ? " eager err" : "", "1st (ms)",
+                "eager ms", "tgc ms", "speedup");
   for (const std::string &name : models) {
     Result r;
     try {
@@ -290,6 +292,7 @@ int main(int argc, char **argv) {
              {"breaks_per_call", r.breaksPerCall},
              {"kernels_per_call", r.kernelsPerCall},
              {"externs_per_call", r.externsPerCall},
+             {"boxed_per_call", r.boxedPerCall},
              {"captures_after_warmup", r.capturesAfterWarmup},
              {"fallbacks", r.fallbacks},
              {"max_error", r.maxError},
@@ -306,17 +309,18 @@ int main(int argc, char **argv) {
       char eagerErr[32] = "";
       if (reduced)
         std::snprintf(eagerErr, sizeof eagerErr, " %9.2e", eagerRel);
-      std::printf("%-20s %-18s %6lld %6lld %7lld %7lld %5lld %9.2e%s %9.0f %9.2f %9.2f %6.2fx%s\n",
-                  r.name.c_str(), r.family.c_str(), (long long)r.graphs, (long long)r.breaksPerCall,
-                  (long long)r.kernelsPerCall, (long long)r.externsPerCall,
-                  (long long)r.capturesAfterWarmup, rel, eagerErr, r.firstCallMs, r.eagerMs,
-                  r.tgcMs, r.eagerMs / std::max(1e-9, r.tgcMs),
-                  rel > limit             ? "  MISMATCH"
-                  : r.graphs == 0         ? "  NOTHING COMPILED"
-                  : r.breaksPerCall != 0  ? "  GRAPH BREAKS"
-                  : r.capturesAfterWarmup ? "  RECAPTURED"
-                  : r.fallbacks != 0      ? "  EAGER FALLBACKS"
-                                          : "");
+      std::printf(
+          "%-20s %-18s %6lld %6lld %7lld %7lld %5lld %5lld %9.2e%s %9.0f %9.2f %9.2f %6.2fx%s\n",
+          r.name.c_str(), r.family.c_str(), (long long)r.graphs, (long long)r.breaksPerCall,
+          (long long)r.kernelsPerCall, (long long)r.externsPerCall, (long long)r.boxedPerCall,
+          (long long)r.capturesAfterWarmup, rel, eagerErr, r.firstCallMs, r.eagerMs, r.tgcMs,
+          r.eagerMs / std::max(1e-9, r.tgcMs),
+          rel > limit             ? "  MISMATCH"
+          : r.graphs == 0         ? "  NOTHING COMPILED"
+          : r.breaksPerCall != 0  ? "  GRAPH BREAKS"
+          : r.capturesAfterWarmup ? "  RECAPTURED"
+          : r.fallbacks != 0      ? "  EAGER FALLBACKS"
+                                  : "");
     }
     std::fflush(stdout);
   }

@@ -48,8 +48,8 @@ std::string Stats::str() const {
       std::snprintf(buf, sizeof buf, "%.2f", double(n) / double(plan_runs));
       return std::string(buf);
     };
-    text += "per plan run: extern_calls " + per(extern_calls) + ", view_calls " +
-            per(view_calls) + ", views_resolved " + per(views_resolved) +
+    text += "per plan run: extern_calls " + per(extern_calls) + ", view_calls " + per(view_calls) +
+            ", views_resolved " + per(views_resolved) + ", boxed_calls " + per(boxed_calls) +
             ", executor_allocations " + per(executor_allocations) + ", kernel_launches " +
             per(kernel_launches) + "\n";
   }

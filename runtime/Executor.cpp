@@ -9,14 +9,17 @@
 #include "runtime/Backend.h"
 #include "runtime/Log.h"
 
+#include <ATen/core/grad_mode.h>
+#include <ATen/ops/_scaled_dot_product_flash_attention_for_cpu.h>
+#include <ATen/ops/_unsafe_view.h>
 #include <ATen/ops/addmm.h>
 #include <ATen/ops/as_strided.h>
 #include <ATen/ops/bmm.h>
 #include <ATen/ops/empty_strided.h>
+#include <ATen/ops/max_pool2d_with_indices.h>
 #include <ATen/ops/mm.h>
 #include <ATen/ops/scalar_tensor.h>
 #include <ATen/ops/zeros.h>
-#include <ATen/core/grad_mode.h>
 #include <c10/util/Exception.h>
 #include <c10/util/SmallVector.h>
 
@@ -275,6 +278,238 @@ bool CompiledGraph::prepareTyped(size_t index, ExternPrep &prep) const {
   return true;
 }
 
+namespace {
+
+// The C++ signatures of the library ops freezing calls, as LibTorch
+// registers their kernels. A LibTorch whose signature differs makes
+// typed() throw when the plan is loaded: that step stays boxed.
+using ConvPointwiseFn = at::Tensor(const at::Tensor &, const at::Tensor &,
+                                   const std::optional<at::Tensor> &, c10::IntArrayRef,
+                                   c10::IntArrayRef, c10::IntArrayRef, int64_t, std::string_view,
+                                   c10::List<std::optional<at::Scalar>>,
+                                   std::optional<std::string_view>);
+using ConvBinaryFn = at::Tensor(const at::Tensor &, const at::Tensor &, const at::Tensor &,
+                                const std::optional<at::Tensor> &, c10::IntArrayRef,
+                                c10::IntArrayRef, c10::IntArrayRef, int64_t, std::string_view,
+                                std::optional<at::Scalar>, std::optional<std::string_view>,
+                                c10::List<std::optional<at::Scalar>>,
+                                std::optional<std::string_view>);
+using LinearPointwiseFn = at::Tensor(const at::Tensor &, const at::Tensor &,
+                                     const std::optional<at::Tensor> &, std::string_view,
+                                     c10::List<std::optional<at::Scalar>>,
+                                     std::optional<std::string_view>);
+using MklLinearFn = at::Tensor(const at::Tensor &, const at::Tensor &, const at::Tensor &,
+                               const std::optional<at::Tensor> &, int64_t);
+
+std::optional<at::Tensor> optionalOperand(const std::vector<at::Tensor> &values, int v) {
+  return v >= 0 ? std::optional<at::Tensor>(values[v]) : std::nullopt;
+}
+
+std::optional<std::string_view> optionalView(const std::optional<std::string> &s) {
+  return s ? std::optional<std::string_view>(*s) : std::nullopt;
+}
+
+} // namespace
+
+bool CompiledGraph::prepareUnboxed(size_t index, ExternPrep &prep) const {
+  const ExternStep &e = plan_.externs[index];
+  const std::string name = e.op + (e.overload.empty() ? "" : "." + e.overload);
+  ExternPrep::Kind kind;
+  // Positions of tensor operands (optional ones may be None), int lists,
+  // the int, strings.
+  std::vector<size_t> tensors, optional, lists;
+  int nAt = -1;
+  if (name == "mkldnn::_convolution_pointwise" && e.args.size() == 10)
+    kind = ExternPrep::ConvPointwise, tensors = {0, 1}, optional = {2}, lists = {3, 4, 5}, nAt = 6;
+  else if (name == "mkldnn::_convolution_pointwise.binary" && e.args.size() == 13)
+    kind = ExternPrep::ConvBinary, tensors = {0, 1, 2}, optional = {3}, lists = {4, 5, 6}, nAt = 7;
+  else if (name == "mkldnn::_linear_pointwise" && e.args.size() == 6)
+    kind = ExternPrep::LinearPointwise, tensors = {0, 1}, optional = {2};
+  else if (name == "mkl::_mkl_linear" && e.args.size() == 5)
+    kind = ExternPrep::MklLinear, tensors = {0, 1, 2}, optional = {3}, nAt = 4;
+  else if (name == "aten::_scaled_dot_product_flash_attention_for_cpu" && e.args.size() == 7)
+    kind = ExternPrep::SdpaCpu, tensors = {0, 1, 2}, optional = {5};
+  else if (name == "aten::max_pool2d_with_indices" && e.args.size() == 6)
+    kind = ExternPrep::MaxPool2d, tensors = {0}, lists = {1, 2, 3, 4};
+  else if (name == "aten::view" && e.args.size() == 2)
+    kind = ExternPrep::ReturnedView, tensors = {0}, lists = {1};
+  else if (name == "aten::_unsafe_view" && e.args.size() == 2)
+    kind = ExternPrep::ReturnedUnsafeView, tensors = {0}, lists = {1};
+  else if (name == "aten::reshape" && e.args.size() == 2)
+    kind = ExternPrep::ReturnedReshape, tensors = {0}, lists = {1};
+  else
+    return false;
+  if (e.outputs.empty())
+    return false;
+  const auto kindOf = [&](size_t i) { return e.args[i].kind; };
+  for (size_t i : tensors)
+    if (kindOf(i) != ArgValue::Tensor || e.args[i].tensors[0] < 0)
+      return false;
+  for (size_t i : optional)
+    if (kindOf(i) != ArgValue::None && (kindOf(i) != ArgValue::Tensor || e.args[i].tensors[0] < 0))
+      return false;
+  for (size_t i : lists)
+    if (kindOf(i) != ArgValue::IntList)
+      return false;
+  if (nAt >= 0 && kindOf(nAt) != ArgValue::Int)
+    return false;
+  auto stringAt = [&](size_t i, std::string &out) {
+    if (kindOf(i) != ArgValue::String)
+      return false;
+    out = e.args[i].s;
+    return true;
+  };
+  auto optionalStringAt = [&](size_t i, std::optional<std::string> &out) {
+    if (kindOf(i) == ArgValue::None)
+      return true;
+    std::string s;
+    if (!stringAt(i, s))
+      return false;
+    out = s;
+    return true;
+  };
+  auto emptyListAt = [&](size_t i) {
+    return (kindOf(i) == ArgValue::IntList && e.args[i].ints.empty()) ||
+           (kindOf(i) == ArgValue::DoubleList && e.args[i].doubles.empty());
+  };
+  ExternPrep q;
+  q.kind = kind;
+  for (size_t i : tensors)
+    q.operands.push_back(e.args[i].tensors[0]);
+  for (size_t i : optional)
+    q.operands.push_back(kindOf(i) == ArgValue::Tensor ? e.args[i].tensors[0] : -1);
+  for (size_t k = 0; k < lists.size(); ++k)
+    q.ints[k] = e.args[lists[k]].ints;
+  if (nAt >= 0)
+    q.n = e.args[nAt].i;
+  try {
+    switch (kind) {
+    case ExternPrep::ConvPointwise:
+      if (!stringAt(7, q.attr) || !emptyListAt(8) || !optionalStringAt(9, q.algorithm))
+        return false;
+      (void)ops_[index].typed<ConvPointwiseFn>();
+      break;
+    case ExternPrep::ConvBinary:
+      // Alpha None, no unary scalars (what freezing writes).
+      if (!stringAt(8, q.attr) || kindOf(9) != ArgValue::None || !emptyListAt(11) ||
+          kindOf(12) != ArgValue::None)
+        return false;
+      if (kindOf(10) != ArgValue::None) {
+        if (!stringAt(10, q.unaryAttr))
+          return false;
+        q.hasUnary = true;
+      }
+      (void)ops_[index].typed<ConvBinaryFn>();
+      break;
+    case ExternPrep::LinearPointwise:
+      if (!stringAt(3, q.attr) || !emptyListAt(4) || !optionalStringAt(5, q.algorithm))
+        return false;
+      (void)ops_[index].typed<LinearPointwiseFn>();
+      break;
+    case ExternPrep::MklLinear:
+      (void)ops_[index].typed<MklLinearFn>();
+      break;
+    case ExternPrep::SdpaCpu:
+      if (e.outputs.size() != 2 || kindOf(3) != ArgValue::Double || kindOf(4) != ArgValue::Bool)
+        return false;
+      q.dropout = e.args[3].d;
+      q.causal = e.args[4].b;
+      if (kindOf(6) == ArgValue::Double)
+        q.scale = e.args[6].d;
+      else if (kindOf(6) != ArgValue::None)
+        return false;
+      break;
+    case ExternPrep::MaxPool2d:
+      if (e.outputs.size() != 2 || kindOf(5) != ArgValue::Bool)
+        return false;
+      q.ceilMode = e.args[5].b;
+      break;
+    case ExternPrep::ReturnedView:
+    case ExternPrep::ReturnedUnsafeView:
+    case ExternPrep::ReturnedReshape:
+      if (e.outputs.size() != 1)
+        return false;
+      break;
+    default:
+      return false;
+    }
+  } catch (const std::exception &ex) {
+    log("executor", name + " stays a boxed call: " + ex.what());
+    return false;
+  }
+  prep = std::move(q);
+  return true;
+}
+
+void CompiledGraph::runUnboxed(size_t index, std::vector<at::Tensor> &values) const {
+  const ExternPrep &p = prep_[index];
+  const c10::OperatorHandle &op = ops_[index];
+  const std::vector<int> &o = p.operands;
+  // Empty Scalar?[] lists: one per thread, shared by every call.
+  thread_local const c10::List<std::optional<at::Scalar>> noScalars;
+  if (isView_[index])
+    counters().viewCalls++;
+  else
+    counters().externCalls++;
+  switch (p.kind) {
+  case ExternPrep::ConvPointwise:
+    bindResult(index, 0,
+               op.typed<ConvPointwiseFn>().call(
+                   values[o[0]], values[o[1]], optionalOperand(values, o[2]), p.ints[0], p.ints[1],
+                   p.ints[2], p.n, p.attr, noScalars, optionalView(p.algorithm)),
+               values);
+    return;
+  case ExternPrep::ConvBinary:
+    bindResult(index, 0,
+               op.typed<ConvBinaryFn>().call(
+                   values[o[0]], values[o[1]], values[o[2]], optionalOperand(values, o[3]),
+                   p.ints[0], p.ints[1], p.ints[2], p.n, p.attr, std::nullopt,
+                   p.hasUnary ? std::optional<std::string_view>(p.unaryAttr) : std::nullopt,
+                   noScalars, std::nullopt),
+               values);
+    return;
+  case ExternPrep::LinearPointwise:
+    bindResult(index, 0,
+               op.typed<LinearPointwiseFn>().call(values[o[0]], values[o[1]],
+                                                  optionalOperand(values, o[2]), p.attr, noScalars,
+                                                  optionalView(p.algorithm)),
+               values);
+    return;
+  case ExternPrep::MklLinear:
+    bindResult(index, 0,
+               op.typed<MklLinearFn>().call(values[o[0]], values[o[1]], values[o[2]],
+                                            optionalOperand(values, o[3]), p.n),
+               values);
+    return;
+  case ExternPrep::SdpaCpu: {
+    auto [out, lse] = at::_scaled_dot_product_flash_attention_for_cpu(
+        values[o[0]], values[o[1]], values[o[2]], p.dropout, p.causal,
+        optionalOperand(values, o[3]), p.scale);
+    bindResult(index, 0, std::move(out), values);
+    bindResult(index, 1, std::move(lse), values);
+    return;
+  }
+  case ExternPrep::MaxPool2d: {
+    auto [out, indices] = at::max_pool2d_with_indices(values[o[0]], p.ints[0], p.ints[1], p.ints[2],
+                                                      p.ints[3], p.ceilMode);
+    bindResult(index, 0, std::move(out), values);
+    bindResult(index, 1, std::move(indices), values);
+    return;
+  }
+  case ExternPrep::ReturnedView:
+    bindResult(index, 0, values[o[0]].view(p.ints[0]), values);
+    return;
+  case ExternPrep::ReturnedUnsafeView:
+    bindResult(index, 0, at::_unsafe_view(values[o[0]], p.ints[0]), values);
+    return;
+  case ExternPrep::ReturnedReshape:
+    bindResult(index, 0, values[o[0]].reshape(p.ints[0]), values);
+    return;
+  default:
+    TORCH_CHECK(false, "tgc: extern ", plan_.externs[index].op, " has no unboxed form");
+  }
+}
+
 bool CompiledGraph::prepare(std::string &error) {
   const Plan &p = plan_;
   for (const ExternStep &e : p.externs) {
@@ -318,9 +553,15 @@ bool CompiledGraph::prepare(std::string &error) {
       externMemory[i].kind = ExternMemory::IntoArena;
       continue;
     }
+    if (prepareUnboxed(i, prep)) {
+      externMemory[i].kind = alias ? ExternMemory::MayAlias : ExternMemory::Fresh;
+      continue;
+    }
     externMemory[i].kind = alias ? ExternMemory::MayAlias : ExternMemory::Fresh;
     // Boxed: constants converted once.
     const ExternStep &e = p.externs[i];
+    if (logEnabled("executor"))
+      log("executor", "boxed call: " + e.op + (e.overload.empty() ? "" : "." + e.overload));
     std::vector<at::Tensor> none(p.values.size());
     for (size_t a = 0; a < e.args.size(); ++a) {
       const ArgValue &arg = e.args[a];
@@ -644,10 +885,15 @@ void CompiledGraph::runExtern(size_t index, Scratch &scratch, const at::Tensor &
   std::vector<at::Tensor> &values = scratch.values;
   if (p.kind == ExternPrep::View && runView(index, values))
     return;
+  if (p.kind >= ExternPrep::ConvPointwise) {
+    runUnboxed(index, values);
+    return;
+  }
   if (p.kind >= ExternPrep::Mm) {
     runTyped(index, values, arena);
     return;
   }
+  counters().boxedCalls++;
   const ExternStep &e = plan_.externs[index];
   const c10::OperatorHandle &op = ops_[index];
   std::vector<c10::IValue> &stack = scratch.stack;

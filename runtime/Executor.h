@@ -97,7 +97,22 @@ private:
     enum Kind : int8_t {
       Boxed, ///< through the dispatcher's boxed call, arguments prebuilt
       View,  ///< an alias of `base` the executor makes (no ATen call)
-      Mm, Addmm, Bmm, ///< typed calls, out= into the arena where it has a slot
+      Mm,
+      Addmm,
+      Bmm, ///< typed calls, out= into the arena where it has a slot
+      /// Unboxed calls of the library ops freezing and the attention
+      /// rewrite make (no out= form: they return a fresh tensor).
+      ConvPointwise,
+      ConvBinary,
+      LinearPointwise,
+      MklLinear,
+      SdpaCpu,
+      MaxPool2d,
+      /// A view (aten::view, _unsafe_view, reshape) the graph returns: a
+      /// typed ATen call, so that the result is the dispatcher's view.
+      ReturnedView,
+      ReturnedUnsafeView,
+      ReturnedReshape,
     } kind = Boxed;
     /// Boxed: the arguments as IValues, constants converted once; tensor
     /// arguments are filled in per call from (stack slot, value id), tensor
@@ -112,6 +127,17 @@ private:
     /// Typed: tensor operands by value id, then beta and alpha (Addmm).
     std::vector<int> operands;
     at::Scalar beta = 1, alpha = 1;
+    /// Unboxed: operands as above (-1: an absent optional tensor), then
+    /// padding, stride, dilation (max pooling: kernel, stride, padding,
+    /// dilation); groups (or MKL's batch size); the attr
+    /// strings; SDPA's dropout, causal flag and scale.
+    std::vector<int64_t> ints[4];
+    int64_t n = 0;
+    std::string attr, unaryAttr;
+    std::optional<std::string> algorithm;
+    bool hasUnary = false, causal = false, ceilMode = false;
+    double dropout = 0;
+    std::optional<double> scale;
   };
 
 public:
@@ -129,12 +155,14 @@ private:
   /// offsets relative to its own (then it stays a dispatcher call).
   bool resolveView(size_t index, ExternPrep &prep) const;
   bool prepareTyped(size_t index, ExternPrep &prep) const;
+  bool prepareUnboxed(size_t index, ExternPrep &prep) const;
   void checkIndexError(const KernelStep &k, const int64_t error[2]) const;
   void runKernel(const KernelStep &k, std::vector<at::Tensor> &values,
                  const at::Device &device, const at::Tensor &arena) const;
   void runExtern(size_t index, Scratch &scratch, const at::Tensor &arena) const;
   bool runView(size_t index, std::vector<at::Tensor> &values) const;
   void runTyped(size_t index, std::vector<at::Tensor> &values, const at::Tensor &arena) const;
+  void runUnboxed(size_t index, std::vector<at::Tensor> &values) const;
   /// Binds result `i` of extern `index` to its value, laid out as the plan
   /// says (later kernels were compiled for that layout).
   void bindResult(size_t index, size_t i, at::Tensor t, std::vector<at::Tensor> &values) const;

@@ -125,10 +125,13 @@ TEST_P(HfMasks, DecomposedAttentionIsOneFlashCallAndMatchesEager) {
   EXPECT_EQ(count(plans, kFlash), 1u) << plans;
   EXPECT_EQ(count(plans, "extern aten::bmm"), 0u) << plans;
   EXPECT_EQ(count(plans, "_softmax"), 0u) << plans;
-  // Replays, on new values.
+  // Replays, on new values: the SDPA call is a typed one, like the mms.
   for (int i = 0; i < 2; ++i) {
     torch::Tensor y = torch::randn({b, l, d});
+    int64_t boxed = tgc::stats().boxed_calls, calls = tgc::stats().extern_calls;
     torch::Tensor r = mask.defined() ? f(y, wq, wk, wv, mask) : g(y, wq, wk, wv);
+    EXPECT_EQ(tgc::stats().boxed_calls, boxed) << tgc::stats().str();
+    EXPECT_GE(tgc::stats().extern_calls, calls + 4) << "3 projections and SDPA";
     expectClose(r, hfAttention(y, wq, wk, wv, mask, h), 1e-5);
   }
 }

@@ -112,6 +112,9 @@ TEST(Freeze, ConvNetMatchesEagerWithFoldedBatchNormsAndOneDnnConvolutions) {
   EXPECT_EQ(tgc::stats().extern_calls, 5) << tgc::stats().str();
   EXPECT_EQ(tgc::stats().views_resolved, 1) << "flatten's view is made at load time\n"
                                             << tgc::stats().str();
+  // Each is a typed call (the convolutions, the binary one with the
+  // residual included, max pooling, addmm), none through boxed IValues.
+  EXPECT_EQ(tgc::stats().boxed_calls, 0) << tgc::stats().str();
   // Replays: other random inputs, a channels-last one among them.
   for (int i = 0; i < 3; ++i) {
     torch::Tensor z = torch::randn({2, 3, 13, 13});
@@ -173,6 +176,8 @@ TEST(Freeze, LargeF32LinearLayersArePackedMklGemmsAndFollowWeightUpdates) {
   expectClose(compiled->forward(x), net->forward(x));
   EXPECT_EQ(tgc::stats().packed_linears, 2) << tgc::stats().str();
   EXPECT_EQ(tgc::stats().eager_fallbacks, 0);
+  EXPECT_EQ(tgc::stats().boxed_calls, 0) << "mkl::_mkl_linear is called unboxed\n"
+                                         << tgc::stats().str();
   // A non-contiguous input of the same shape, then new weights.
   torch::Tensor xt = torch::randn({2, 256, 48}).transpose(1, 2);
   expectClose(compiled->forward(xt), net->forward(xt));

@@ -21,11 +21,18 @@ converted); "max err" is then tgc's error against the f32 eager run and
 "eager err" eager bf16's, both relative to the output's scale.
 
 Inductor runs in each listed configuration ("freezing": the recommended CPU
-inference setting, torch._inductor.config.freezing = True); the last column
-is tgc's speed over Inductor's as speedups over their own eager run of the
-same model (TorchScript for tgc, PyTorch for Inductor), then both median call
+inference setting, torch._inductor.config.freezing = True). Every speedup is
+over the same baseline, the zoo's TorchScript trace run eagerly: tgc-zoo
+times it against tgc in alternating rounds, and the Inductor process times
+it (loaded with torch.jit.load) in rounds alternating with PyTorch eager and
+Inductor. So "tgc/<inductor>", tgc's speedup over Inductor's, compares two
+ratios taken in-process against one baseline, which cancels most of this
+shared machine's drift between the two processes. Then both median call
 times and "by time", Inductor's time over tgc's (>1: tgc is faster; the two
-medians come from two processes run one after the other, not alternating).
+medians come from two processes run one after the other, so they carry that
+drift), and "py/ts", PyTorch eager's time over the TorchScript trace's (the
+Python per-module overhead a speedup over PyTorch eager would credit to
+Inductor).
 """
 import argparse
 import json
@@ -56,7 +63,10 @@ def tgc_row(binary, zoo, name, rounds, threads, dtype):
     return rows[0]
 
 
-def inductor_speedup(name, rounds, freezing, dtype):
+def inductor_speedup(name, rounds, freezing, dtype, zoo):
+    """Inductor's speedup over the zoo's TorchScript trace of the model (the
+    baseline tgc-zoo uses), PyTorch eager's time over that trace's, and
+    Inductor's median ms: the three run in alternating rounds."""
     family, make, inputs_of = make_zoo.MODELS[name]
     torch.manual_seed(sum(map(ord, name)))
     model = make()
@@ -67,21 +77,23 @@ def inductor_speedup(name, rounds, freezing, dtype):
     if dtype == "bf16":
         model = model.to(torch.bfloat16)
         args = tuple(t.to(torch.bfloat16) if t.is_floating_point() else t for t in args)
+    script = torch.jit.load(os.path.join(zoo, name + (".bf16.pt" if dtype == "bf16" else ".pt")))
+    script.eval()
     torch._dynamo.reset()
     torch._inductor.config.freezing = freezing
     compiled = torch.compile(model)
     with torch.no_grad():
-        compiled(*args)
-        compiled(*args)
-        te, tc = [], []
-        for _ in range(rounds):
-            t0 = time.perf_counter()
-            model(*args)
-            te.append(time.perf_counter() - t0)
-            t0 = time.perf_counter()
+        for _ in range(2):
             compiled(*args)
-            tc.append(time.perf_counter() - t0)
-    return statistics.median(te) / statistics.median(tc), statistics.median(tc) * 1000
+            script(*args)
+        te, ts, tc = [], [], []
+        for _ in range(rounds):
+            for f, times in ((model, te), (script, ts), (compiled, tc)):
+                t0 = time.perf_counter()
+                f(*args)
+                times.append(time.perf_counter() - t0)
+    ms = statistics.median(tc)
+    return statistics.median(ts) / ms, statistics.median(te) / statistics.median(ts), ms * 1000
 
 
 def geomean(xs):
@@ -118,7 +130,7 @@ def main():
         head += f" {labels[m]:>9}"
     if modes:
         head += (f" {'tgc/' + labels[modes[-1]]:>13} {'tgc ms':>8} {labels[modes[-1]] + ' ms':>8}"
-                 f" {'by time':>9}")
+                 f" {'by time':>9} {'py/ts':>6}")
     print(f"{a.threads} thread(s), {a.dtype}, {a.rounds} alternating rounds, medians")
     print(head)
     tgc_speed, crashes, mismatches = [], 0, 0
@@ -126,13 +138,14 @@ def main():
     versus, by_time = [], []
     for name in names:
         r = tgc_row(a.bench, a.zoo, name, a.rounds, a.threads, a.dtype)
-        ind, ind_ms = {}, {}
+        ind, ind_ms, py_ts = {}, {}, {}
         for m in modes:
             try:
-                ind[m], ind_ms[m] = inductor_speedup(name, a.rounds, m == "freezing", a.dtype)
+                ind[m], py_ts[m], ind_ms[m] = inductor_speedup(name, a.rounds, m == "freezing",
+                                                              a.dtype, a.zoo)
                 ind_speed[m].append(ind[m])
             except Exception as e:  # Inductor's own failures are reported, not fatal
-                ind[m], ind_ms[m] = float("nan"), float("nan")
+                ind[m], py_ts[m], ind_ms[m] = float("nan"), float("nan"), float("nan")
                 print(f"  ({name}: torch.compile ({m}) failed: {type(e).__name__})", file=sys.stderr)
         ind_text = "".join(f" {ind[m]:8.2f}x" for m in modes)
         if not r.get("ok"):
@@ -152,7 +165,7 @@ def main():
             versus.append(speed / ind[modes[-1]])
             by_time.append(ind_ms[modes[-1]] / r["tgc_ms"])
             line += (f" {versus[-1]:12.2f}x {r['tgc_ms']:8.2f} {ind_ms[modes[-1]]:8.2f}"
-                     f" {by_time[-1]:8.2f}x")
+                     f" {by_time[-1]:8.2f}x {py_ts[modes[-1]]:6.2f}")
         print(line)
     tail = (f"{'geomean':20} {'':6} {'':6} {'':7} {'':7} {'':5} {'':9} "
             + (f"{'':9} " if bf16 else "") + f"{'':6} {geomean(tgc_speed):8.2f}x")

@@ -12,6 +12,7 @@
 #include "compiler/Executable.h"
 #include "compiler/capture/Tracer.h"
 #include "compiler/freeze/Freeze.h"
+#include "runtime/Profile.h"
 
 #include <ATen/core/grad_mode.h>
 #include <c10/util/Exception.h>
@@ -282,6 +283,7 @@ detail::Engine::Impl::capture(const std::vector<at::Tensor> &inputs,
       counters().frozenGraphs++;
       counters().foldedOps += frozen.foldedOps + frozen.foldedBatchNorms;
       counters().onednnConvolutions += frozen.fusedConvolutions;
+      counters().atenConvolutions += frozen.atenConvolutions;
       counters().packedLinears += frozen.packedLinears;
       entry.exe.lift(frozen.kept);
       entry.exe.constants = frozen.constants;
@@ -420,7 +422,10 @@ void reset() {
   }
   clearCompiledSegments();
   resetCounters();
+  resetProfiles();
 }
+
+std::string profile() { return profileReport(); }
 
 void detail::Engine::clear() {
   std::lock_guard<std::mutex> lock(impl_->mutex);

@@ -14,7 +14,9 @@
 #include <ATen/ops/_unsafe_view.h>
 #include <ATen/ops/addmm.h>
 #include <ATen/ops/as_strided.h>
+#include <ATen/ops/avg_pool2d.h>
 #include <ATen/ops/bmm.h>
+#include <ATen/ops/convolution.h>
 #include <ATen/ops/empty_strided.h>
 #include <ATen/ops/max_pool2d_with_indices.h>
 #include <ATen/ops/mm.h>
@@ -24,6 +26,7 @@
 #include <c10/util/SmallVector.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstdlib>
 #include <deque>
 
@@ -331,6 +334,10 @@ bool CompiledGraph::prepareUnboxed(size_t index, ExternPrep &prep) const {
     kind = ExternPrep::SdpaCpu, tensors = {0, 1, 2}, optional = {5};
   else if (name == "aten::max_pool2d_with_indices" && e.args.size() == 6)
     kind = ExternPrep::MaxPool2d, tensors = {0}, lists = {1, 2, 3, 4};
+  else if (name == "aten::avg_pool2d" && e.args.size() == 7)
+    kind = ExternPrep::AvgPool2d, tensors = {0}, lists = {1, 2, 3};
+  else if (name == "aten::convolution" && e.args.size() == 9)
+    kind = ExternPrep::Convolution, tensors = {0, 1}, optional = {2}, lists = {3, 4, 5, 7}, nAt = 8;
   else if (name == "aten::view" && e.args.size() == 2)
     kind = ExternPrep::ReturnedView, tensors = {0}, lists = {1};
   else if (name == "aten::_unsafe_view" && e.args.size() == 2)
@@ -424,6 +431,21 @@ bool CompiledGraph::prepareUnboxed(size_t index, ExternPrep &prep) const {
         return false;
       q.ceilMode = e.args[5].b;
       break;
+    case ExternPrep::AvgPool2d:
+      if (e.outputs.size() != 1 || kindOf(4) != ArgValue::Bool || kindOf(5) != ArgValue::Bool)
+        return false;
+      q.ceilMode = e.args[4].b;
+      q.countIncludePad = e.args[5].b;
+      if (kindOf(6) == ArgValue::Int)
+        q.divisor = e.args[6].i;
+      else if (kindOf(6) != ArgValue::None)
+        return false;
+      break;
+    case ExternPrep::Convolution:
+      if (e.outputs.size() != 1 || kindOf(6) != ArgValue::Bool)
+        return false;
+      q.transposed = e.args[6].b;
+      break;
     case ExternPrep::ReturnedView:
     case ExternPrep::ReturnedUnsafeView:
     case ExternPrep::ReturnedReshape:
@@ -496,6 +518,18 @@ void CompiledGraph::runUnboxed(size_t index, std::vector<at::Tensor> &values) co
     bindResult(index, 1, std::move(indices), values);
     return;
   }
+  case ExternPrep::AvgPool2d:
+    bindResult(index, 0,
+               at::avg_pool2d(values[o[0]], p.ints[0], p.ints[1], p.ints[2], p.ceilMode,
+                              p.countIncludePad, p.divisor),
+               values);
+    return;
+  case ExternPrep::Convolution:
+    bindResult(index, 0,
+               at::convolution(values[o[0]], values[o[1]], optionalOperand(values, o[2]), p.ints[0],
+                               p.ints[1], p.ints[2], p.transposed, p.ints[3], p.n),
+               values);
+    return;
   case ExternPrep::ReturnedView:
     bindResult(index, 0, values[o[0]].view(p.ints[0]), values);
     return;
@@ -590,6 +624,8 @@ bool CompiledGraph::prepare(std::string &error) {
                       " ATen calls are views resolved at load, " + std::to_string(typed) +
                       " typed calls");
   }
+  if (profilingEnabled())
+    profile_ = registerProfile(p);
   return true;
 }
 
@@ -993,18 +1029,28 @@ CompiledGraph::run(const std::vector<at::Tensor> &inputs) const {
     at::Device device = inputs.empty() ? at::Device(plan_.device) : inputs[0].device();
     if (memory_.arenaBytes > 0)
       arena = takeArena(device);
+    StepProfile *profile = profile_.get();
+    using Clock = std::chrono::steady_clock;
+    const Clock::time_point start = profile ? Clock::now() : Clock::time_point();
     for (size_t s = 0; s < plan_.steps.size(); ++s) {
       const Step &st = plan_.steps[s];
+      const Clock::time_point t0 = profile ? Clock::now() : Clock::time_point();
       if (st.kind == Step::Kernel)
         runKernel(plan_.kernels[st.index], values, device, arena);
       else
         runExtern(st.index, scratch, arena);
+      if (profile)
+        profile->stepNs[s].fetch_add((Clock::now() - t0).count(), std::memory_order_relaxed);
       for (int v : memory_.releaseAfter[s])
         values[v].reset();
     }
     outputs.reserve(plan_.outputs.size());
     for (int v : plan_.outputs)
       outputs.push_back(values[v]);
+    if (profile) {
+      profile->runNs.fetch_add((Clock::now() - start).count(), std::memory_order_relaxed);
+      profile->runs.fetch_add(1, std::memory_order_relaxed);
+    }
   } // the lease releases every intermediate before the arena goes back
   giveBackArena(std::move(arena));
   return outputs;

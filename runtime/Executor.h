@@ -5,6 +5,7 @@
 #include "runtime/HostCompiler.h"
 #include "runtime/MemoryPlan.h"
 #include "runtime/Plan.h"
+#include "runtime/Profile.h"
 
 #include <ATen/core/Tensor.h>
 #include <ATen/core/dispatch/Dispatcher.h>
@@ -108,6 +109,8 @@ private:
       MklLinear,
       SdpaCpu,
       MaxPool2d,
+      Convolution, ///< aten::convolution (small 1x1 convolutions freezing leaves to ATen)
+      AvgPool2d,
       /// A view (aten::view, _unsafe_view, reshape) the graph returns: a
       /// typed ATen call, so that the result is the dispatcher's view.
       ReturnedView,
@@ -129,13 +132,17 @@ private:
     at::Scalar beta = 1, alpha = 1;
     /// Unboxed: operands as above (-1: an absent optional tensor), then
     /// padding, stride, dilation (max pooling: kernel, stride, padding,
-    /// dilation); groups (or MKL's batch size); the attr
+    /// dilation; average pooling: kernel, stride, padding;
+    /// aten::convolution: stride, padding, dilation, output
+    /// padding); groups (or MKL's batch size); the attr
     /// strings; SDPA's dropout, causal flag and scale.
     std::vector<int64_t> ints[4];
     int64_t n = 0;
     std::string attr, unaryAttr;
     std::optional<std::string> algorithm;
-    bool hasUnary = false, causal = false, ceilMode = false;
+    bool hasUnary = false, causal = false, ceilMode = false, transposed = false;
+    bool countIncludePad = true;
+    std::optional<int64_t> divisor;
     double dropout = 0;
     std::optional<double> scale;
   };
@@ -183,6 +190,8 @@ private:
   MemoryPlan memory_;
   mutable std::mutex arenaMutex_;
   mutable at::Tensor spareArena_;
+  /// TGC_PROFILE: per-step times (null when not profiling).
+  std::shared_ptr<StepProfile> profile_;
 };
 
 } // namespace tgc

@@ -42,37 +42,41 @@ static void printSpec(std::ostream &os, const TensorSpec &s) {
   os << "]";
 }
 
+std::string Plan::stepStr(size_t s) const {
+  std::ostringstream os;
+  const Step &st = steps[s];
+  if (st.kind == Step::Kernel) {
+    const KernelStep &k = kernels[st.index];
+    os << "kernel " << k.name << " (";
+    for (size_t i = 0; i < k.inputs.size(); ++i)
+      os << (i ? ", " : "") << "%" << k.inputs[i];
+    os << ") -> ";
+    for (size_t i = 0; i < k.outputs.size(); ++i) {
+      os << (i ? ", " : "") << "%" << k.outputs[i] << ":";
+      printSpec(os, values[k.outputs[i]]);
+    }
+    if (isCuda())
+      os << " <<<" << k.grid << ", " << k.block << ">>>";
+  } else {
+    const ExternStep &e = externs[st.index];
+    os << "extern " << e.op << (e.overload.empty() ? "" : ".") << e.overload << " -> ";
+    for (size_t i = 0; i < e.outputs.size(); ++i) {
+      os << (i ? ", " : "") << "%" << e.outputs[i];
+      if (e.outputs[i] < 0)
+        continue;
+      os << ":";
+      printSpec(os, values[e.outputs[i]]);
+    }
+  }
+  return os.str();
+}
+
 std::string Plan::str() const {
   std::ostringstream os;
   os << "plan on " << device << ": " << inputs.size() << " inputs, "
      << kernels.size() << " kernels, " << externs.size() << " extern calls\n";
-  for (const Step &st : steps) {
-    if (st.kind == Step::Kernel) {
-      const KernelStep &k = kernels[st.index];
-      os << "  kernel " << k.name << " (";
-      for (size_t i = 0; i < k.inputs.size(); ++i)
-        os << (i ? ", " : "") << "%" << k.inputs[i];
-      os << ") -> ";
-      for (size_t i = 0; i < k.outputs.size(); ++i) {
-        os << (i ? ", " : "") << "%" << k.outputs[i] << ":";
-        printSpec(os, values[k.outputs[i]]);
-      }
-      if (isCuda())
-        os << " <<<" << k.grid << ", " << k.block << ">>>";
-    } else {
-      const ExternStep &e = externs[st.index];
-      os << "  extern " << e.op << (e.overload.empty() ? "" : ".")
-         << e.overload << " -> ";
-      for (size_t i = 0; i < e.outputs.size(); ++i) {
-        os << (i ? ", " : "") << "%" << e.outputs[i];
-        if (e.outputs[i] < 0)
-          continue;
-        os << ":";
-        printSpec(os, values[e.outputs[i]]);
-      }
-    }
-    os << "\n";
-  }
+  for (size_t s = 0; s < steps.size(); ++s)
+    os << "  " << stepStr(s) << "\n";
   os << "  return";
   for (int o : outputs)
     os << " %" << o;

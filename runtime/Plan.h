@@ -134,6 +134,9 @@ struct Plan {
 
   /// Human-readable listing (TGC_DEBUG_DIR, explain()).
   std::string str() const;
+  /// Step `s` as str() lists it: "kernel k3 (%1, %2) -> %5:f32[8,64]" or
+  /// "extern aten::mm -> %6:f32[8,8]".
+  std::string stepStr(size_t s) const;
 };
 
 /// Binary form of a Plan, as the graph cache and AOT packages store it.

@@ -12,9 +12,10 @@
 #include <ATen/ops/rsqrt.h>
 #include <ATen/ops/zeros_like.h>
 
+#include <algorithm>
+#include <functional>
 #include <optional>
 #include <set>
-#include <functional>
 #include <unordered_set>
 
 namespace tgc {
@@ -113,7 +114,9 @@ public:
       else if (isLinear(nodes_[i]))
         rewriteLinear(i);
     dropDeleted();
-    if (out_.foldedOps + out_.foldedBatchNorms + out_.fusedConvolutions + out_.packedLinears == 0) {
+    if (out_.foldedOps + out_.foldedBatchNorms + out_.fusedConvolutions + out_.atenConvolutions +
+            out_.packedLinears ==
+        0) {
       why = "nothing to compute from the weights alone";
       return false;
     }
@@ -297,6 +300,10 @@ private:
       y = conv.outputs[0];
       out_.foldedBatchNorms++;
     }
+    if (smallPointwise(conv, weight, stride, padding, dilation, groups)) {
+      keepAtenConvolution(conv, weight, bias, from);
+      return;
+    }
     std::optional<c10::OperatorHandle> fused = findOp("mkldnn::_convolution_pointwise", "");
     std::optional<c10::OperatorHandle> reorder = findOp("mkldnn::_reorder_convolution_weight", "");
     if (!fused || !reorder || !at::globalContext().userEnabledMkldnn()) {
@@ -389,6 +396,62 @@ private:
       conv = std::move(call);
     }
     out_.fusedConvolutions++;
+  }
+
+  /// The multiply-adds below which an f32 1x1 convolution stays ATen's,
+  /// and the most weights it may have.
+  static constexpr int64_t kSmallPointwiseMacs = int64_t(2) * 1000 * 1000;
+  static constexpr int64_t kSmallPointwiseWeights = int64_t(64) * 1024;
+
+  /// A 1x1 f32 convolution (stride 1, no padding, one group) of fewer than
+  /// kSmallPointwiseMacs multiply-adds and at most kSmallPointwiseWeights
+  /// weights. oneDNN's fused call costs about 30 us whatever the size (its
+  /// primitive is set up per call); ATen's convolution plus a separate
+  /// activation took 8-50 us, 1.35x-3.4x faster for such layers at 2
+  /// threads (tgc-bench-conv). From about 2.7M multiply-adds oneDNN's call
+  /// is as fast or faster, and so it is for large weights at any size
+  /// (160x1280 at 2x2, 0.8M: ATen 50 us, oneDNN 35 us; ATen re-lays the
+  /// weight per call).
+  bool smallPointwise(const SegmentNode &conv, const at::Tensor &weight,
+                      const std::vector<int64_t> &stride, const std::vector<int64_t> &padding,
+                      const std::vector<int64_t> &dilation, int64_t groups) const {
+    const TensorSpec &xs = seg_.values[conv.args[0].tensors[0]];
+    const TensorSpec &ys = seg_.values[conv.outputs[0]];
+    if (xs.dtype != DType::Float32 || weight.size(2) != 1 || weight.size(3) != 1 || groups != 1 ||
+        stride != std::vector<int64_t>{1, 1} || padding != std::vector<int64_t>{0, 0} ||
+        dilation != std::vector<int64_t>{1, 1} || ys.sizes.size() != 4)
+      return false;
+    if (conv.op == "aten::_convolution") {
+      const ArgValue &outputPadding = conv.args[7];
+      if (outputPadding.kind != ArgValue::IntList ||
+          std::any_of(outputPadding.ints.begin(), outputPadding.ints.end(),
+                      [](int64_t v) { return v != 0; }))
+        return false;
+    }
+    const int64_t weights = weight.size(0) * weight.size(1);
+    const int64_t macs = ys.sizes[0] * ys.sizes[2] * ys.sizes[3] * weights;
+    return macs > 0 && macs < kSmallPointwiseMacs && weights <= kSmallPointwiseWeights;
+  }
+
+  /// `conv` as aten::convolution (a typed call in the executor) with the
+  /// folded weight and bias; what reads it stays as it is.
+  void keepAtenConvolution(SegmentNode &conv, const at::Tensor &weight,
+                           const std::optional<at::Tensor> &bias, const std::vector<int> &from) {
+    setWeights(conv, weight, bias, from);
+    SegmentNode call;
+    call.op = "aten::convolution";
+    call.args = {conv.args[0],
+                 conv.args[1],
+                 conv.args[2],
+                 ArgValue::ofInts({1, 1}),
+                 ArgValue::ofInts({0, 0}),
+                 ArgValue::ofInts({1, 1}),
+                 ArgValue::ofBool(false),
+                 ArgValue::ofInts({0, 0}),
+                 ArgValue::ofInt(1)};
+    call.outputs = conv.outputs;
+    conv = std::move(call);
+    out_.atenConvolutions++;
   }
 
   /// Node `r` applies an activation oneDNN has as a post-op to `y`: its
@@ -633,7 +696,7 @@ private:
         const SegmentNode &n = nodes_[i];
         if (n.op == "mkldnn::_convolution_pointwise" || n.op == "aten::max_pool2d_with_indices" ||
             n.op == "aten::adaptive_avg_pool2d" || n.op == "aten::avg_pool2d" ||
-            n.op == "aten::_adaptive_avg_pool2d")
+            n.op == "aten::_adaptive_avg_pool2d" || n.op == "aten::convolution")
           continue;
         if (inPlaceKernel(n, v) && layoutFree(n.outputs[0]))
           continue;
@@ -650,9 +713,12 @@ private:
         if (inPlaceKernel(nodes_[i], v))
           makeChannelsLast(nodes_[i].outputs[0]);
     };
+    // ATen's CPU pooling and convolution keep a channels-last input's
+    // layout (pooling's indices included).
     auto isPooling = [](const SegmentNode &n) {
       return n.op == "aten::max_pool2d_with_indices" || n.op == "aten::adaptive_avg_pool2d" ||
-             n.op == "aten::avg_pool2d" || n.op == "aten::_adaptive_avg_pool2d";
+             n.op == "aten::avg_pool2d" || n.op == "aten::_adaptive_avg_pool2d" ||
+             n.op == "aten::convolution";
     };
     for (const SegmentNode &n : nodes_) {
       if (n.op == "mkldnn::_convolution_pointwise") {
@@ -660,8 +726,7 @@ private:
           makeChannelsLast(n.outputs[0]);
         continue;
       }
-      // ATen's CPU pooling keeps a channels-last input's layout (indices
-      // included): a result planned NCHW would be copied on every call.
+      // A result planned NCHW would be copied on every call.
       if (isPooling(n)) {
         std::vector<int> in = n.tensorArgs();
         if (!in.empty() && channelsLast.count(in[0]))
@@ -762,13 +827,14 @@ bool freezeSegment(const Segment &seg, size_t userInputs, const std::vector<at::
   Freezer f(seg, userInputs, lifted, guards);
   if (!f.run(out, why))
     return false;
-  log("freeze", std::to_string(out.constants.size()) + " constants, " +
-                    std::to_string(out.foldedOps) + " ops folded, " +
-                    std::to_string(out.foldedBatchNorms) + " batch norms folded, " +
-                    std::to_string(out.fusedConvolutions) + " oneDNN convolutions (" +
-                    std::to_string(out.fusedActivations) + " activations and " +
-                    std::to_string(out.fusedResiduals) + " residual adds fused), " +
-                    std::to_string(out.packedLinears) + " packed linear layers");
+  log("freeze",
+      std::to_string(out.constants.size()) + " constants, " + std::to_string(out.foldedOps) +
+          " ops folded, " + std::to_string(out.foldedBatchNorms) + " batch norms folded, " +
+          std::to_string(out.fusedConvolutions) + " oneDNN convolutions (" +
+          std::to_string(out.fusedActivations) + " activations and " +
+          std::to_string(out.fusedResiduals) + " residual adds fused), " +
+          std::to_string(out.atenConvolutions) + " small 1x1 convolutions left to ATen, " +
+          std::to_string(out.packedLinears) + " packed linear layers");
   return true;
 }
 

@@ -44,6 +44,7 @@ struct Frozen {
   int foldedOps = 0;        ///< ops run at compile time
   int foldedBatchNorms = 0; ///< batch norms folded into a convolution
   int fusedConvolutions = 0; ///< convolutions made oneDNN calls
+  int atenConvolutions = 0;  ///< small 1x1 convolutions left to ATen (faster than oneDNN's call)
   int fusedActivations = 0;  ///< activations fused into them
   int fusedResiduals = 0;    ///< residual adds fused into them
   int packedLinears = 0;     ///< linear layers made packed MKL/oneDNN GEMMs

@@ -109,6 +109,8 @@ const std::vector<OpInfo> &table() {
       row("aten::leaky_relu", L::LeakyRelu).cheap().floats(),
       row("aten::softplus", L::Softplus).cheap().floats().note("beta, threshold"),
       row("aten::mish", L::Mish).cheap().floats(),
+      row("aten::hardsigmoid", L::HardSigmoid).cheap().floats(),
+      row("aten::hardswish", L::HardSwish).cheap().floats(),
       row("aten::remainder.Tensor", L::Remainder).floats().note("integer remainder: ATen call"),
       row("aten::remainder.Scalar", L::Remainder).floats(),
       // --- Comparisons and selection ---------------------------------------
@@ -236,6 +238,7 @@ const std::vector<OpInfo> &table() {
       row("aten::tanh_", L::InPlace), row("aten::sigmoid_", L::InPlace), row("aten::neg_", L::InPlace),
       row("aten::gelu_", L::InPlace), row("aten::silu_", L::InPlace), row("aten::hardtanh_", L::InPlace),
       row("aten::leaky_relu_", L::InPlace), row("aten::sqrt_", L::InPlace),
+      row("aten::hardsigmoid_", L::InPlace), row("aten::hardswish_", L::InPlace),
       row("aten::rsqrt_", L::InPlace), row("aten::abs_", L::InPlace),
       row("aten::scatter_add_", L::InPlace),
       row("aten::bernoulli_", L::Bernoulli, "float").note("a float p and the default generator"),

@@ -23,6 +23,7 @@ namespace tgc::ops {
 /// How import lowers an op: (enumerator, column text of docs/ops.md,
 /// description). One importer function per lowering; the row's `variant`
 /// carries what differs between ops sharing a lowering.
+// clang-format off
 #define TGC_LOWERINGS(X)                                                                    \
   X(Extern, "ATen call",                                                                    \
     "runs through the dispatcher inside the compiled plan (a `tg.extern` step), with tgc "  \
@@ -48,6 +49,8 @@ namespace tgc::ops {
   X(LeakyRelu, "tg.select", "x > 0 ? x : slope * x")                                        \
   X(Softplus, "composed of tg ops", "log1p(exp(beta x)) / beta below the threshold")        \
   X(Mish, "composed of tg ops", "x * tanh(softplus(x))")                                    \
+  X(HardSigmoid, "tg.maximum, tg.minimum, tg.div", "min(max(x + 3, 0), 6) / 6")             \
+  X(HardSwish, "composed of tg ops", "x * min(max(x + 3, 0), 6) / 6")                       \
   X(PowScalar, "tg.pow", "pow(x, 2) is x*x; `tg-decompose` turns other small exponents "    \
     "into multiplications, sqrt, rsqrt or a division")                                      \
   X(Reshape, "tg.remap", "row-major reshape; readers absorb the index map (no copy), an "   \
@@ -98,6 +101,7 @@ namespace tgc::ops {
   X(InPlace, "the out-of-place form (functionalized at import)",                            \
     "when the written buffer has no other live alias; otherwise an ordered ATen call")      \
   X(Allocation, "dropped / empty tg.constant", "an allocation nobody reads costs nothing")
+// clang-format on
 
 enum class Lowering : uint8_t {
 #define TGC_LOWERING_ENUM(name, column, doc) name,

@@ -550,7 +550,7 @@ bool Importer::lower(const SegmentNode &node, const ops::OpInfo &info) {
   case Lowering::BitwiseNot: case Lowering::Remainder: case Lowering::LogicalNot:
   case Lowering::Clamp: case Lowering::Reciprocal:
   case Lowering::LeakyRelu: case Lowering::Softplus: case Lowering::Mish:
-  case Lowering::PowScalar:
+  case Lowering::HardSigmoid: case Lowering::HardSwish: case Lowering::PowScalar:
     return importComposite(node, info);
   case Lowering::Reshape: case Lowering::Permute: case Lowering::Expand: case Lowering::Slice:
   case Lowering::Select: case Lowering::Flip: case Lowering::Clone: case Lowering::Split:

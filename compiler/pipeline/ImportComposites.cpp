@@ -192,6 +192,18 @@ Value Importer::activation(const SegmentNode &node, const ops::OpInfo &info, Val
     return softplus(x, numberOf(node.args[1]), numberOf(node.args[2]));
   case Lowering::Mish:
     return b.create<tg::MulOp>(loc, out, x, b.create<tg::TanhOp>(loc, out, softplus(x, 1.0, 20.0)));
+  case Lowering::HardSigmoid:
+  case Lowering::HardSwish: {
+    // ATen's order: min(max(x + 3, 0), 6) / 6, times x for hardswish
+    // before the division.
+    Value r6 = b.create<tg::MinimumOp>(
+        loc, out,
+        b.create<tg::MaximumOp>(loc, out, b.create<tg::AddOp>(loc, out, x, num(3.0)), num(0.0)),
+        num(6.0));
+    if (info.lowering == Lowering::HardSwish)
+      r6 = b.create<tg::MulOp>(loc, out, x, r6);
+    return b.create<tg::DivOp>(loc, out, r6, num(6.0));
+  }
   case Lowering::PowScalar:
     if (numberOf(node.args[1]) == 2.0)
       return b.create<tg::MulOp>(loc, out, x, x);

@@ -11,8 +11,10 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <cstdio>
 #include <cstdlib>
 #include <new>
+#include <sstream>
 
 namespace {
 
@@ -234,3 +236,53 @@ TEST(Executor, UnderAutogradViewsAndGemmsRecordTheirBackward) {
 }
 
 } // namespace
+
+TEST(Executor, ProfileRanksStepsAndSumsThemPerOp) {
+  torch::NoGradGuard noGrad;
+  // A plan of two GEMMs and kernels: TGC_PROFILE set when it loads makes
+  // every replay time its steps; tgc::profile() ranks them and sums them
+  // per op, and results stay those of eager.
+  auto fn = [](torch::Tensor x, torch::Tensor w) {
+    torch::Tensor h = torch::relu(torch::mm(x, w) + 0.5);
+    return torch::sigmoid(torch::mm(h, w.t())) * 3;
+  };
+  tgc::reset();
+  ASSERT_EQ(setenv("TGC_PROFILE", "1", 1), 0);
+  auto compiled = tgc::compile(fn); // its plan loads on the first call
+
+  torch::Tensor w = torch::randn({48, 40});
+  const int calls = 5;
+  for (int i = 0; i < calls; ++i) {
+    torch::Tensor x = torch::randn({64, 48});
+    expectClose(compiled(x, w), fn(x, w));
+  }
+  unsetenv("TGC_PROFILE");
+  const std::string report = tgc::profile();
+  tgc::Stats s = tgc::stats();
+  ASSERT_EQ(s.graphs_compiled, 1) << s.str();
+  // Every call ran the plan: the first (capture) call too.
+  EXPECT_NE(report.find(std::to_string(s.plan_runs) + " runs"), std::string::npos) << report;
+  EXPECT_GE(s.plan_runs, calls - 1) << s.str();
+  EXPECT_NE(report.find("extern aten::mm"), std::string::npos) << report;
+  EXPECT_NE(report.find("kernel "), std::string::npos) << report;
+  EXPECT_NE(report.find("between them"), std::string::npos) << report;
+  // The per-op sums: both GEMMs in one line, the kernels in another, and
+  // the shares of all ops add up to 100%.
+  const size_t byOp = report.find("by op:");
+  ASSERT_NE(byOp, std::string::npos) << report;
+  EXPECT_NE(report.find("aten::mm (2 steps)", byOp), std::string::npos) << report;
+  double shares = 0;
+  std::istringstream lines(report.substr(byOp));
+  std::string line;
+  std::getline(lines, line);
+  while (std::getline(lines, line)) {
+    double share = 0;
+    ASSERT_EQ(std::sscanf(line.c_str(), " %lf%%", &share), 1) << line;
+    EXPECT_GE(share, 0) << line; // a resolved view may round to 0.0%
+    shares += share;
+  }
+  EXPECT_NEAR(shares, 100.0, 0.5) << report;
+  // reset() zeroes the times with the graphs gone: nothing to report.
+  tgc::reset();
+  EXPECT_EQ(tgc::profile(), "");
+}

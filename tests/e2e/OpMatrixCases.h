@@ -47,6 +47,14 @@ inline std::vector<OpCase> cases() {
       {"silu", [](auto a, auto) { return torch::silu(a); }},
       {"softplus", [](auto a, auto) { return torch::softplus(a * 8, 1.5, 10); }},
       {"mish", [](auto a, auto) { return torch::mish(a); }},
+      // Scaled past -3 and 3, where both bend.
+      {"hardswish_hardsigmoid", [](auto a, auto b) {
+         return torch::hardswish(a * 4) + torch::hardsigmoid(b * 4) * 3;
+       }},
+      {"hardswish_inplace", [](auto a, auto) {
+         auto t = a * 4, u = a * 5;
+         return torch::hardswish_(t) - torch::hardsigmoid_(u);
+       }},
       {"sin_cos", [](auto a, auto) { return a.sin() * a.cos(); }},
       {"pow2", [](auto a, auto) { return a.pow(2) + a.abs().pow(1.5); }},
       {"clamp", [](auto a, auto) { return a.clamp(-0.5, 0.7); }},

@@ -60,6 +60,7 @@ TEST(OpRegistry, KeepsWhatTheFormerOpListsSaid) {
         "aten::rsqrt", "aten::abs", "aten::erf", "aten::sin", "aten::cos", "aten::pow",
         "aten::maximum", "aten::minimum", "aten::clamp", "aten::clamp_min", "aten::clamp_max",
         "aten::where", "aten::masked_fill", "aten::gelu", "aten::silu", "aten::mish",
+        "aten::hardswish", "aten::hardsigmoid",
         "aten::softplus", "aten::leaky_relu", "aten::hardtanh", "aten::reciprocal", "aten::eq",
         "aten::ne", "aten::lt", "aten::le", "aten::gt", "aten::ge", "aten::logical_not",
         "aten::logical_and", "aten::logical_or", "aten::floor", "aten::ceil", "aten::round",

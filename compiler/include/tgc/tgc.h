@@ -83,8 +83,16 @@ struct Stats {
 };
 
 Stats stats();
-/// Drops every in-memory cache of compiled graphs and zeroes every counter.
+/// Drops every in-memory cache of compiled graphs and zeroes every counter
+/// (and every TGC_PROFILE time).
 void reset();
+
+/// With TGC_PROFILE=1 set when graphs are compiled or loaded: where their
+/// replays spend the time. Per graph, its runs, the time per run in its
+/// steps and between them (the executor's own overhead), the steps ranked
+/// by time (host wall time; on CUDA, the launches) and the time per op.
+/// Printed to stderr at exit as well. Empty when nothing ran profiled.
+std::string profile();
 
 /// One graph break: why capture stopped, at which op, ending which graph.
 struct GraphBreakInfo {

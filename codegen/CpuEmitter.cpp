@@ -93,6 +93,8 @@ static inline tgc_f16 tgc_f32_to_f16(float f) {
   h = u > 0x7f800000u ? 0x7e00u : h;   // NaN
   return tgc_f16{(unsigned short)(h | sign)};
 }
+// A value the optimizer cannot see through (see cpuStride).
+static inline long long tgc_opaque(long long v) { __asm__("" : "+r"(v)); return v; }
 static inline double tgc_nan() { return std::numeric_limits<double>::quiet_NaN(); }
 static inline double tgc_inf() { return std::numeric_limits<double>::infinity(); }
 template <class T> static inline T tgc_maximum(T a, T b) { return (a != a || b != b) ? (T)tgc_nan() : (a > b ? a : b); }
@@ -101,13 +103,19 @@ template <class T> static inline T tgc_max(T a, T b) { return a > b ? a : b; }
 template <class T> static inline T tgc_min(T a, T b) { return a < b ? a : b; }
 // Index checks record the first word of a bad index (the raw value and
 // which check) for the runtime to raise on, and read position 0 instead.
+static inline void tgc_index_error(long long *err, int id, long long i) {
+  __atomic_store_n(&err[1], i, __ATOMIC_RELAXED);
+  __atomic_store_n(&err[0], (long long)id + 1, __ATOMIC_RELAXED);
+}
 static inline long long tgc_check_index(long long i, long long n, bool wrap, long long *err, int id) {
   const long long j = wrap && i < 0 ? i + n : i;
   if (j >= 0 && j < n) return j;
-  __atomic_store_n(&err[1], i, __ATOMIC_RELAXED);
-  __atomic_store_n(&err[0], (long long)id + 1, __ATOMIC_RELAXED);
+  tgc_index_error(err, id, i);
   return 0;
 }
+// In SIMD loops checks are branch-free reductions (see loopCheckPrologue):
+// the largest bad raw index, from this start value.
+#define TGC_NO_INDEX (-9223372036854775807LL - 1)
 #define TGC_RNG_FN static inline
 )" + detail::rngPrelude();
 }
@@ -259,15 +267,19 @@ LoopNest loopNest(tgk::KernelOp kernel) {
   return nest;
 }
 
-/// The offset of buffer `b` in loop indices `loop(k)`.
+/// The offset of buffer `b` in loop indices `loop(k)` (the inner loop's
+/// stride as cpuStride prints it).
 std::string nestOffset(const LoopNest &nest, size_t b,
                        const std::function<std::string(size_t)> &loop) {
   std::string e;
+  const size_t inner = nest.strides[b]->size() - 1;
   for (auto [k, s] : llvm::enumerate(*nest.strides[b])) {
     if (s == 0)
       continue;
     e += (e.empty() ? "" : " + ") +
-         (s == 1 ? loop(k) : fmt::format("{} * {}LL", loop(k), s));
+         (s == 1 ? loop(k)
+                 : fmt::format("{} * {}", loop(k),
+                               k == inner ? detail::cpuStride(s) : std::to_string(s) + "LL"));
   }
   if (nest.constant[b] != 0)
     e += fmt::format("{}{}LL", e.empty() ? "" : " + ", nest.constant[b]);
@@ -360,7 +372,8 @@ std::vector<InnerRange> innerRanges(tgk::KernelOp kernel, const LoopNest &nest, 
 
 } // namespace
 
-std::string emitCpuKernel(tgk::KernelOp kernel, const DescribedKernel &d, std::string &error) {
+static std::string cpuKernelText(tgk::KernelOp kernel, const DescribedKernel &d,
+                                 std::string &error) {
   ArrayRef<int64_t> shape = kernel.getIterationShape();
   const int64_t n = kernel.getNumIterations();
   const int64_t chunk = std::max<int64_t>(4096, d.desc.launch.block * d.desc.vector);
@@ -438,15 +451,18 @@ std::string emitCpuKernel(tgk::KernelOp kernel, const DescribedKernel &d, std::s
     for (InnerRange &r : ranges) {
       // Each part in its own scope, with what it reads once per row.
       std::string before = hoisted, body;
+      std::vector<int> checks;
       split.hoisted = &before;
       split.fixed = &r.fixed;
-      if (failed(detail::emitBody(kernel, d, Target::Cpu, inputs, results, body, error, &split)))
+      if (failed(detail::emitBody(kernel, d, Target::Cpu, inputs, results, body, error, &split,
+                                  &checks)))
         return "";
       if (ranges.size() > 1)
         src += "    {\n";
-      src += before + "#pragma omp simd\n";
+      src += before + detail::loopCheckPrologue(checks, "    ");
+      src += "#pragma omp simd" + detail::loopCheckClauses(checks) + "\n";
       src += fmt::format("    for (long long j = {}LL; j < {}LL; ++j) {{\n", r.from, r.to);
-      src += named + body + "    }\n";
+      src += named + body + "    }\n" + detail::loopCheckEpilogue(checks, "    ");
       if (ranges.size() > 1)
         src += "    }\n";
     }
@@ -454,7 +470,9 @@ std::string emitCpuKernel(tgk::KernelOp kernel, const DescribedKernel &d, std::s
     return src;
   }
   std::string body;
-  if (failed(detail::emitBody(kernel, d, Target::Cpu, inputs, results, body, error)))
+  std::vector<int> checks;
+  if (failed(detail::emitBody(kernel, d, Target::Cpu, inputs, results, body, error, nullptr,
+                              n == 1 ? nullptr : &checks)))
     return "";
   body = hoisted + named + body;
   if (n == 1) {
@@ -468,7 +486,8 @@ std::string emitCpuKernel(tgk::KernelOp kernel, const DescribedKernel &d, std::s
                      4 * chunk);
   src += fmt::format("  for (long long c = 0; c < n; c += {}) {{\n", chunk);
   src += fmt::format("    const long long e = c + {0} < n ? c + {0} : n;\n", chunk);
-  src += "#pragma omp simd\n";
+  src += detail::loopCheckPrologue(checks, "    ");
+  src += "#pragma omp simd" + detail::loopCheckClauses(checks) + "\n";
   src += "    for (long long i = c; i < e; ++i) {\n";
   if (loops > 1) {
     detail::IndexSplit how;
@@ -477,12 +496,12 @@ std::string emitCpuKernel(tgk::KernelOp kernel, const DescribedKernel &d, std::s
     how.outermostIsRest = true;
     src += detail::decomposeIndex("i", nest.sizes, how);
   }
-  src += body + "    }\n  }\n}\n";
+  src += body + "    }\n" + detail::loopCheckEpilogue(checks, "    ") + "  }\n}\n";
   return src;
 }
 
-std::string emitCpuRowKernel(tgk::RowKernelOp kernel, const DescribedKernel &d,
-                             std::string &error) {
+static std::string cpuRowKernelText(tgk::RowKernelOp kernel, const DescribedKernel &d,
+                                    std::string &error) {
   std::string src = signature(kernel.getSymName(), kernel.getInputs().getTypes(),
                               kernel.getResultTypes(), !d.desc.checks.empty());
   std::string body;
@@ -494,6 +513,17 @@ std::string emitCpuRowKernel(tgk::RowKernelOp kernel, const DescribedKernel &d,
   src += fmt::format("  for (long long o = 0; o < {}LL; ++o) {{\n", rows);
   src += detail::rowIndices(kernel) + body + "  }\n}\n";
   return src;
+}
+
+std::string emitCpuKernel(tgk::KernelOp kernel, const DescribedKernel &d, std::string &error) {
+  std::string src = cpuKernelText(kernel, d, error);
+  return src.empty() ? src : detail::declareOpaqueStrides(src);
+}
+
+std::string emitCpuRowKernel(tgk::RowKernelOp kernel, const DescribedKernel &d,
+                             std::string &error) {
+  std::string src = cpuRowKernelText(kernel, d, error);
+  return src.empty() ? src : detail::declareOpaqueStrides(src);
 }
 
 } // namespace tgc::codegen

@@ -9,6 +9,7 @@
 
 #include <functional>
 #include <string>
+#include <vector>
 
 namespace tgc::codegen {
 
@@ -72,7 +73,11 @@ namespace detail {
 /// `resultOffsets[j]`. Buffers are named in<j>/out<j>; a kernel with index
 /// checks (see `d`) takes an index-error record `tgc_err`
 /// (`long long[2]`: check id + 1, bad value) after its buffers, and the
-/// runtime raises when the first word is set.
+/// runtime raises when the first word is set. With `loopChecks` (CPU SIMD
+/// loops), checks printed in the loop are branch-free and their ids are
+/// collected there: the caller wraps the loop with loopCheckPrologue /
+/// loopCheckClauses / loopCheckEpilogue.
+///
 /// How emitBody splits a body around an inner loop: which inputs (by
 /// index) and which index maps the loop leaves unchanged. Values that
 /// depend on those alone are printed into `hoisted`, to go before the loop.
@@ -89,7 +94,16 @@ mlir::LogicalResult emitBody(tgk::KernelOp kernel, const DescribedKernel &d, Tar
                              llvm::ArrayRef<std::string> inputOffsets,
                              llvm::ArrayRef<std::string> resultOffsets,
                              std::string &out, std::string &error,
-                             const BodySplit *split = nullptr);
+                             const BodySplit *split = nullptr,
+                             std::vector<int> *loopChecks = nullptr);
+
+/// Around a CPU SIMD loop whose body has branch-free index checks `ids`:
+/// the reductions' declarations (before the loop, `indent`), the `omp simd`
+/// clauses that make them reductions, and the code after the loop that
+/// records a bad index in `tgc_err`.
+std::string loopCheckPrologue(const std::vector<int> &ids, const std::string &indent);
+std::string loopCheckClauses(const std::vector<int> &ids);
+std::string loopCheckEpilogue(const std::vector<int> &ids, const std::string &indent);
 
 /// Prints a tgk.row_kernel's code for the current row (outer indices
 /// `oidx<d>` are in scope). On CUDA the descriptor's lanes share the row

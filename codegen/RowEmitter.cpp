@@ -85,9 +85,10 @@ private:
 } // namespace
 
 std::string RowPrinter::offset(AffineMap map, ArrayRef<int64_t> strides) {
-  return linearOffset(map, strides, "long long", [&](unsigned d) {
-    return fmt::format("{}idx{}", d < outer ? "o" : "r", d);
-  });
+  return linearOffset(
+      map, strides, "long long",
+      [&](unsigned d) { return fmt::format("{}idx{}", d < outer ? "o" : "r", d); }, nullptr,
+      target == Target::Cpu);
 }
 
 /// A loop over the row's elements `j`: all of them on the CPU, this

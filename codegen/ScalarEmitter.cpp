@@ -7,7 +7,9 @@
 #include "llvm/ADT/SetVector.h"
 #include "llvm/ADT/TypeSwitch.h"
 #include <fmt/format.h>
+#include <cctype>
 #include <functional>
+#include <set>
 
 using namespace mlir;
 
@@ -138,6 +140,28 @@ LogicalResult BodyPrinter::print(Operation *op, std::string &error) {
     lazy.insert(s.getResult());
     return success();
   }
+  if (auto c = dyn_cast<tgk::CheckIndexOp>(op); c && loopChecks && inLoop) {
+    // No branch and no store in the loop (either keeps it scalar): the
+    // loop ORs a bad-index flag and keeps the largest bad raw value.
+    const int id = checkIds.lookup(c);
+    if (!llvm::is_contained(*loopChecks, id))
+      loopChecks->push_back(id);
+    std::string v = "v" + std::to_string(next++);
+    *out += fmt::format("      const long long {0}r = (long long)({1});\n", v,
+                        name(c.getIndex()));
+    if (c.getWrap())
+      *out += fmt::format("      const long long {0}w = {0}r < 0 ? {0}r + {1}LL : {0}r;\n", v,
+                          c.getSize());
+    else
+      *out += fmt::format("      const long long {0}w = {0}r;\n", v);
+    *out += fmt::format("      const bool {0}ok = {0}w >= 0 && {0}w < {1}LL;\n", v, c.getSize());
+    *out += fmt::format("      tgc_bad{0} |= {1}ok ? 0LL : 1LL;\n", id, v);
+    *out += fmt::format("      tgc_raw{0} = tgc_max(tgc_raw{0}, {1}ok ? TGC_NO_INDEX : {1}r);\n",
+                        id, v);
+    *out += fmt::format("      const long long {0} = {0}ok ? {0}w : 0LL;\n", v);
+    bind(c.getResult(), v);
+    return success();
+  }
   std::optional<std::string> expr =
       llvm::TypeSwitch<Operation *, std::optional<std::string>>(op)
           .Case([&](arith::ConstantOp c) { return literal(c.getValue()); })
@@ -252,8 +276,10 @@ LogicalResult BodyPrinter::print(Operation *op, std::string &error) {
 LogicalResult emitBody(tgk::KernelOp kernel, const DescribedKernel &d, Target target,
                        ArrayRef<std::string> inputOffsets,
                        ArrayRef<std::string> resultOffsets, std::string &out,
-                       std::string &error, const BodySplit *split) {
+                       std::string &error, const BodySplit *split,
+                       std::vector<int> *loopChecks) {
   BodyPrinter p(target, d.checkIds, out);
+  p.loopChecks = loopChecks;
   if (split)
     p.fixed = split->fixed;
   Block &body = kernel.getBody().front();
@@ -261,7 +287,10 @@ LogicalResult emitBody(tgk::KernelOp kernel, const DescribedKernel &d, Target ta
   // and ops of those alone (index ops and gathers whose maps do not name
   // the loop's dims). Printed into split->hoisted, before the loop.
   DenseSet<Value> invariant;
-  auto place = [&](bool inv) { p.setOutput(inv && split ? *split->hoisted : out); };
+  auto place = [&](bool inv) {
+    p.setOutput(inv && split ? *split->hoisted : out);
+    p.inLoop = !(inv && split);
+  };
   for (auto [j, arg] : llvm::enumerate(body.getArguments())) {
     if (isa<ShapedType>(arg.getType())) {
       invariant.insert(arg); // a whole buffer, read by tgk.load
@@ -301,6 +330,28 @@ LogicalResult emitBody(tgk::KernelOp kernel, const DescribedKernel &d, Target ta
   return success();
 }
 
+std::string loopCheckPrologue(const std::vector<int> &ids, const std::string &indent) {
+  std::string s;
+  for (int id : ids)
+    s += fmt::format("{0}long long tgc_bad{1} = 0, tgc_raw{1} = TGC_NO_INDEX;\n", indent, id);
+  return s;
+}
+
+std::string loopCheckClauses(const std::vector<int> &ids) {
+  std::string s;
+  for (int id : ids)
+    s += fmt::format(" reduction(|:tgc_bad{0}) reduction(max:tgc_raw{0})", id);
+  return s;
+}
+
+std::string loopCheckEpilogue(const std::vector<int> &ids, const std::string &indent) {
+  std::string s;
+  for (int id : ids)
+    s += fmt::format("{0}if (tgc_bad{1}) tgc_index_error(tgc_err, {1}, tgc_raw{1});\n", indent,
+                     id);
+  return s;
+}
+
 /// C code for one index expression of an indexing map. Maps keep every
 /// index non-negative (see tg.remap), so C's `/` and `%` are floordiv and mod.
 static std::string indexExpr(AffineExpr e, StringRef type, const NameFn &dim,
@@ -323,8 +374,32 @@ static std::string indexExpr(AffineExpr e, StringRef type, const NameFn &dim,
   }
 }
 
+std::string cpuStride(int64_t stride) {
+  if (stride >= 16 && (stride & (stride - 1)) == 0)
+    return "tgc_s" + std::to_string(stride);
+  return std::to_string(stride) + "LL";
+}
+
+std::string declareOpaqueStrides(const std::string &src) {
+  std::set<int64_t> used;
+  for (size_t at = src.find("tgc_s"); at != std::string::npos; at = src.find("tgc_s", at + 5)) {
+    size_t end = at + 5;
+    while (end < src.size() && std::isdigit((unsigned char)src[end]))
+      ++end;
+    if (end > at + 5 && (at == 0 || !(std::isalnum((unsigned char)src[at - 1]) || src[at - 1] == '_')))
+      used.insert(std::stoll(src.substr(at + 5, end - at - 5)));
+  }
+  const size_t body = src.find("{\n");
+  if (used.empty() || body == std::string::npos)
+    return src;
+  std::string decls;
+  for (int64_t s : used)
+    decls += fmt::format("  const long long tgc_s{0} = tgc_opaque({0}LL);\n", s);
+  return src.substr(0, body + 2) + decls + src.substr(body + 2);
+}
+
 std::string linearOffset(AffineMap map, ArrayRef<int64_t> strides, StringRef type,
-                         const NameFn &dim, const NameFn &sym) {
+                         const NameFn &dim, const NameFn &sym, bool opaque) {
   std::string e;
   for (auto [r, expr] : llvm::enumerate(map.getResults())) {
     if (strides[r] == 0)
@@ -336,8 +411,10 @@ std::string linearOffset(AffineMap map, ArrayRef<int64_t> strides, StringRef typ
                        c.getValue() * strides[r]);
       continue;
     }
-    e += fmt::format("{}{} * ({}){}", e.empty() ? "" : " + ", indexExpr(expr, type, dim, sym),
-                     type.str(), strides[r]);
+    std::string stride = opaque ? cpuStride(strides[r])
+                                : fmt::format("({}){}", type.str(), strides[r]);
+    e += fmt::format("{}{} * {}", e.empty() ? "" : " + ", indexExpr(expr, type, dim, sym),
+                     stride);
   }
   return e.empty() ? "0" : e;
 }

@@ -92,6 +92,39 @@ TEST(IndexingErrors, OutOfRangeIndicesRaiseIndexError) {
   expectIndexError([](T x, T i) { return x.index({i}); }, w, torch::tensor({-11, 3}));
 }
 
+// Gathers of short rows run in one flat SIMD loop whose index checks are
+// branch-free reductions: one bad index among thousands, anywhere in a
+// chunk, is still reported with its value, and good calls after it run.
+TEST(IndexingErrors, BadIndexInAVectorizedGatherIsReportedWithItsValue) {
+  torch::NoGradGuard noGrad;
+  using T = torch::Tensor;
+  auto fn = [](T table, T i) { return torch::embedding(table, i) * 2; };
+  torch::manual_seed(3);
+  T table = torch::randn({169, 4});
+  T good = torch::randint(0, 169, {3000});
+  tgc::reset();
+  auto f = tgc::compile(fn);
+  EXPECT_TRUE(torch::equal(f(table, good), fn(table, good)));
+  for (int64_t bad : {169, 1000, -170, -1}) {
+    for (int64_t at : {0, 1234, 2999}) {
+      SCOPED_TRACE("index " + std::to_string(bad) + " at " + std::to_string(at));
+      T i = good.clone();
+      i[at] = bad;
+      EXPECT_THROW(fn(table, i), c10::Error); // embedding does not wrap: -1 is bad too
+      try {
+        f(table, i);
+        ADD_FAILURE() << "tgc did not raise";
+      } catch (const c10::IndexError &e) {
+        EXPECT_NE(std::string(e.what()).find("index " + std::to_string(bad) + " is out of bounds"),
+                  std::string::npos)
+            << e.what();
+      }
+    }
+  }
+  EXPECT_TRUE(torch::equal(f(table, good), fn(table, good)));
+  EXPECT_EQ(tgc::stats().eager_fallbacks, 0);
+}
+
 TEST(IndexingErrors, ScatterAddOutOfRangeRaises) {
   torch::NoGradGuard noGrad;
   using T = torch::Tensor;

@@ -381,12 +381,14 @@ std::string cpuStride(int64_t stride) {
 }
 
 std::string declareOpaqueStrides(const std::string &src) {
+  // The names cpuStride printed: `tgc_s` and digits, starting a word.
+  auto wordChar = [](char c) { return std::isalnum((unsigned char)c) || c == '_'; };
   std::set<int64_t> used;
   for (size_t at = src.find("tgc_s"); at != std::string::npos; at = src.find("tgc_s", at + 5)) {
     size_t end = at + 5;
     while (end < src.size() && std::isdigit((unsigned char)src[end]))
       ++end;
-    if (end > at + 5 && (at == 0 || !(std::isalnum((unsigned char)src[at - 1]) || src[at - 1] == '_')))
+    if (end > at + 5 && (at == 0 || !wordChar(src[at - 1])))
       used.insert(std::stoll(src.substr(at + 5, end - at - 5)));
   }
   const size_t body = src.find("{\n");

@@ -1,10 +1,14 @@
 # Writes ${OUT}: a header defining TGC_CODEGEN_HASH, a hash of every source
 # file that shapes generated code (${SOURCES}, ;-separated). Cache keys
 # include it, so a tgc with different codegen never reuses old artifacts.
+# Also writes ${OUT}.sources, the hashed files one per line, which the test
+# cache.codegen_hash_covers_sources (cmake/CheckHashedSources.cmake) reads.
 set(all "")
+set(listing "")
 foreach(f ${SOURCES})
   file(SHA256 ${f} h)
   string(APPEND all "${h}")
+  string(APPEND listing "${f}\n")
 endforeach()
 string(SHA256 hash "${all}")
 string(SUBSTRING "${hash}" 0 16 hash)
@@ -14,4 +18,10 @@ if(EXISTS ${OUT})
 endif()
 if(NOT "${old}" STREQUAL "${content}")
   file(WRITE ${OUT} "${content}")
+endif()
+if(EXISTS ${OUT}.sources)
+  file(READ ${OUT}.sources oldListing)
+endif()
+if(NOT "${oldListing}" STREQUAL "${listing}")
+  file(WRITE ${OUT}.sources "${listing}")
 endif()

@@ -13,6 +13,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <fcntl.h>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -69,13 +70,114 @@ bool cacheDisabled() {
   return d && std::string(d) == "1";
 }
 
+bool cacheShared() {
+  const char *d = std::getenv("TGC_CACHE_SHARED");
+  return d && std::string(d) == "1";
+}
+
 std::string cacheDir() {
   if (const char *d = std::getenv("TGC_CACHE_DIR"); d && *d)
     return d;
   if (const char *x = std::getenv("XDG_CACHE_HOME"); x && *x)
     return (fs::path(x) / "tgc").string();
-  const char *home = std::getenv("HOME");
-  return (fs::path(home && *home ? home : "/tmp") / ".cache" / "tgc").string();
+  if (const char *home = std::getenv("HOME"); home && *home)
+    return (fs::path(home) / ".cache" / "tgc").string();
+  // No home: a per-user name (another user who creates it first makes it
+  // fail the ownership check, never a shared cache).
+  return "/tmp/tgc-cache-" + std::to_string(geteuid());
+}
+
+std::string unsafeOwnership(const struct stat &st) {
+  if (cacheShared())
+    return "";
+  if (st.st_uid != geteuid() && st.st_uid != 0)
+    return "owned by uid " + std::to_string(st.st_uid) + ", not by this user (uid " +
+           std::to_string(geteuid()) + ")";
+  if (st.st_mode & (S_IWGRP | S_IWOTH)) {
+    char mode[8];
+    std::snprintf(mode, sizeof mode, "%04o", unsigned(st.st_mode & 07777));
+    return std::string("writable by group or others (mode ") + mode + ")";
+  }
+  return "";
+}
+
+namespace {
+
+/// mkdir -p with `mode` for the components it creates.
+void makeDirectories(const fs::path &dir, mode_t mode) {
+  fs::path partial;
+  for (const fs::path &part : dir) {
+    partial /= part;
+    if (::mkdir(partial.c_str(), mode) != 0 && errno != EEXIST)
+      return;
+  }
+}
+
+} // namespace
+
+std::string checkCacheDirectory(const std::string &dir, bool create) {
+  // Private unless the user asked for a shared cache (then the umask's).
+  const mode_t mode = cacheShared() ? 0777 : 0700;
+  if (create)
+    makeDirectories(fs::absolute(dir), mode);
+  struct stat st;
+  // The directory itself may be a symbolic link the user made (a cache on
+  // another disk); what it points to must be safe.
+  if (::stat(dir.c_str(), &st) != 0)
+    return create ? std::string("cannot create it: ") + std::strerror(errno) : "";
+  if (!S_ISDIR(st.st_mode))
+    return "not a directory";
+  if (std::string why = unsafeOwnership(st); !why.empty())
+    return why;
+  for (Layer layer : {Layer::Kernel, Layer::Graph, Layer::Autotune}) {
+    std::string sub = dir + "/" + layerName(layer);
+    if (::lstat(sub.c_str(), &st) != 0) {
+      if (create)
+        ::mkdir(sub.c_str(), mode); // a read-only cache may lack layers
+      if (::lstat(sub.c_str(), &st) != 0)
+        continue;
+    }
+    if (S_ISLNK(st.st_mode))
+      return std::string("its layer ") + layerName(layer) + " is a symbolic link";
+    if (!S_ISDIR(st.st_mode))
+      return std::string("its layer ") + layerName(layer) + " is not a directory";
+    if (std::string why = unsafeOwnership(st); !why.empty())
+      return std::string("its layer ") + layerName(layer) + " is " + why;
+  }
+  return "";
+}
+
+bool readEntryFile(const std::string &path, std::string &data, std::string *why) {
+  auto fail = [&](const std::string &w) {
+    if (why)
+      *why = w;
+    return false;
+  };
+  int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0)
+    return fail(errno == ELOOP ? "a symbolic link" : std::string("unreadable: ") +
+                                                         std::strerror(errno));
+  struct stat st;
+  std::string unsafe;
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))
+    unsafe = "not a regular file";
+  else
+    unsafe = unsafeOwnership(st);
+  if (!unsafe.empty()) {
+    ::close(fd);
+    return fail(unsafe);
+  }
+  data.resize(size_t(st.st_size));
+  size_t done = 0;
+  while (done < data.size()) {
+    ssize_t n = ::read(fd, data.data() + done, data.size() - done);
+    if (n <= 0)
+      break;
+    done += size_t(n);
+  }
+  ::close(fd);
+  data.resize(done); // a shorter read is a truncated entry, caught by its header
+  return true;
 }
 
 std::string contentHash(const std::string &data) {
@@ -103,18 +205,26 @@ KeyInputs baseKeyInputs() {
   return k;
 }
 
-bool writeFileAtomic(const std::string &path, const std::string &data) {
+bool writeFileAtomic(const std::string &path, const std::string &data, unsigned mode) {
   std::error_code ec;
   fs::create_directories(fs::path(path).parent_path(), ec);
   static std::atomic<uint64_t> counter{0};
   std::string tmp = path + ".tmp." + std::to_string(getpid()) + "." +
                     std::to_string(counter++);
-  {
-    std::ofstream out(tmp, std::ios::binary);
-    if (!out || !out.write(data.data(), data.size()) || !out.flush()) {
-      fs::remove(tmp, ec);
-      return false;
-    }
+  // Exclusive and not through a symbolic link: the file is new and ours.
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
+  if (fd < 0)
+    return false;
+  size_t done = 0;
+  while (done < data.size()) {
+    ssize_t n = ::write(fd, data.data() + done, data.size() - done);
+    if (n <= 0)
+      break;
+    done += size_t(n);
+  }
+  if (::close(fd) != 0 || done != data.size()) {
+    ::unlink(tmp.c_str());
+    return false;
   }
   fs::rename(tmp, path, ec);
   if (ec)
@@ -162,7 +272,9 @@ void ArtifactCache::persistStats() const {
   if (cacheDisabled() || (hits_ == 0 && misses_ == 0))
     return;
   std::string path = dir() + "/stats";
-  int fd = ::open(path.c_str(), O_RDWR | O_CREAT, 0644);
+  if (!const_cast<ArtifactCache *>(this)->trusted(dir()))
+    return;
+  int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
   if (fd < 0)
     return;
   if (flock(fd, LOCK_EX) == 0) {
@@ -207,8 +319,9 @@ bool ArtifactCache::verifyEntry(const std::string &path, std::string *why,
       *why = w;
     return false;
   };
-  if (!readFile(path, data))
-    return fail("unreadable");
+  std::string unsafe;
+  if (!readEntryFile(path, data, &unsafe))
+    return fail(unsafe);
   if (data.size() < 16 || std::memcmp(data.data(), kMagic, 8) != 0)
     return fail("not a tgc cache entry (bad magic)");
   uint32_t layer, keyLen;
@@ -235,12 +348,31 @@ bool ArtifactCache::verifyEntry(const std::string &path, std::string *why,
   return true;
 }
 
+bool ArtifactCache::trusted(const std::string &dir) {
+  std::lock_guard<std::mutex> lock(trustMutex_);
+  auto it = trust_.find(dir);
+  if (it != trust_.end())
+    return it->second;
+  std::string why = checkCacheDirectory(dir, true);
+  if (!why.empty())
+    warn("the cache directory " + dir + " is not safe to load native code from (" + why +
+         "): the disk cache is off for this process. Fix its owner and mode (chmod 700), "
+         "use another TGC_CACHE_DIR, or set TGC_CACHE_SHARED=1 for a cache several users "
+         "write (any of them can then run code in the others' processes)");
+  trust_[dir] = why.empty();
+  return why.empty();
+}
+
 std::optional<std::string> ArtifactCache::get(Layer layer, const std::string &key) {
   if (cacheDisabled())
     return std::nullopt;
-  std::string path = pathOf(dir(), layer, key);
+  std::string dir = this->dir();
+  if (!trusted(dir))
+    return std::nullopt;
+  std::string path = pathOf(dir, layer, key);
   std::error_code ec;
-  if (!fs::exists(path, ec)) {
+  struct stat st;
+  if (::lstat(path.c_str(), &st) != 0) {
     misses_++;
     return std::nullopt;
   }
@@ -251,7 +383,7 @@ std::optional<std::string> ArtifactCache::get(Layer layer, const std::string &ke
     misses_++;
     return std::nullopt;
   }
-  ::utimensat(AT_FDCWD, path.c_str(), nullptr, 0); // LRU: last use now
+  ::utimensat(AT_FDCWD, path.c_str(), nullptr, AT_SYMLINK_NOFOLLOW); // LRU: last use now
   hits_++;
   return payload;
 }
@@ -260,8 +392,10 @@ bool ArtifactCache::put(Layer layer, const std::string &key, const std::string &
   if (cacheDisabled())
     return false;
   std::string dir = this->dir();
+  if (!trusted(dir))
+    return false;
   std::string path = pathOf(dir, layer, key);
-  if (!writeFileAtomic(path, encode(layer, key, payload))) {
+  if (!writeFileAtomic(path, encode(layer, key, payload), 0600)) {
     std::call_once(readOnlyWarning_, [&] {
       warn("cannot write to the cache directory " + dir + " (" + std::strerror(errno) +
            "); hits are still served, misses compile in memory only");
@@ -278,19 +412,42 @@ std::vector<EntryInfo> ArtifactCache::list(const std::string &dir) {
   for (Layer layer : {Layer::Kernel, Layer::Graph, Layer::Autotune}) {
     std::error_code ec;
     fs::path sub = fs::path(dir) / layerName(layer);
-    if (!fs::is_directory(sub, ec))
-      continue;
+    if (!fs::is_directory(fs::symlink_status(sub, ec)))
+      continue; // absent, or a symbolic link out of the cache
     for (const auto &e : fs::directory_iterator(sub, ec)) {
       if (e.path().extension() != ".tgc")
         continue;
       struct stat st;
-      if (::stat(e.path().c_str(), &st) != 0)
+      if (::lstat(e.path().c_str(), &st) != 0 || !S_ISREG(st.st_mode))
         continue;
       out.push_back({layer, e.path().stem().string(), e.path().string(),
                      (uint64_t)st.st_size, (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec});
     }
   }
   return out;
+}
+
+std::vector<std::string> ArtifactCache::audit(const std::string &dir) {
+  std::vector<std::string> problems;
+  if (std::string why = checkCacheDirectory(dir, false); !why.empty())
+    problems.push_back(dir + ": " + why);
+  for (Layer layer : {Layer::Kernel, Layer::Graph, Layer::Autotune}) {
+    std::error_code ec;
+    fs::path sub = fs::path(dir) / layerName(layer);
+    if (!fs::is_directory(fs::symlink_status(sub, ec)))
+      continue;
+    for (const auto &e : fs::directory_iterator(sub, ec)) {
+      struct stat st;
+      if (::lstat(e.path().c_str(), &st) != 0)
+        continue;
+      std::string why = S_ISLNK(st.st_mode)   ? "a symbolic link"
+                        : !S_ISREG(st.st_mode) ? "not a regular file"
+                                               : unsafeOwnership(st);
+      if (!why.empty())
+        problems.push_back(e.path().string() + ": " + why);
+    }
+  }
+  return problems;
 }
 
 void ArtifactCache::evictToCap(const std::string &dir, uint64_t maxBytes) {

@@ -8,16 +8,30 @@
 // payload. Writes are atomic (temp file + rename); a corrupt, truncated or
 // misplaced entry is evicted and treated as a miss, never loaded.
 //
+// Entries are native code, so only their owner may put them there: the
+// directory and its layers are created 0700 and entries 0600, and before
+// the first read or write of a directory tgc checks that it and its layers
+// are owned by this user (or root) and not writable by group or others, and
+// that no layer is a symbolic link. An unsafe directory disables the disk
+// cache for the process with one warning; an unsafe entry (a symbolic link,
+// another owner, group- or world-writable) is evicted, never loaded.
+// TGC_CACHE_SHARED=1 opts into a cache several users write (directories
+// keep the umask's mode; owners and modes are not checked, symbolic links
+// still are): any of those users can then run code in the others' processes.
+//
 //===----------------------------------------------------------------------===//
 #ifndef TGC_RUNTIME_ARTIFACTCACHE_H
 #define TGC_RUNTIME_ARTIFACTCACHE_H
 
 #include <atomic>
 #include <cstdint>
+#include <map>
 #include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
+
+struct stat;
 
 namespace tgc {
 
@@ -31,6 +45,21 @@ const char *layerName(Layer layer);
 std::string cacheDir();
 /// Whether TGC_DISABLE_CACHE=1: nothing is read from or written to disk.
 bool cacheDisabled();
+/// Whether TGC_CACHE_SHARED=1 (see above).
+bool cacheShared();
+
+/// Why a cache directory, layer or entry with status `st` may not be
+/// trusted ("owned by uid 1001, not by this user (uid 1000)", "writable by
+/// group or others (mode 0775)"), or "" when it may. Shared caches: "".
+std::string unsafeOwnership(const struct stat &st);
+/// Checks the cache directory `dir` and its layers as described above;
+/// with `create`, first creates what is missing (0700, parents included).
+/// Returns "" when safe (or absent and not created), else why not.
+std::string checkCacheDirectory(const std::string &dir, bool create);
+/// Reads the entry file `path` through one descriptor opened without
+/// following symbolic links, refusing a file that is not regular or not
+/// safely owned (`why` says which).
+bool readEntryFile(const std::string &path, std::string &data, std::string *why);
 
 /// The one content hash of tgc (xxHash64, 16 hex digits).
 std::string contentHash(const std::string &data);
@@ -52,8 +81,9 @@ std::string buildKey(const KeyInputs &in);
 KeyInputs baseKeyInputs();
 
 /// Writes `data` to `path` atomically (temp file in the same directory,
-/// then rename), creating parent directories. Returns false on failure.
-bool writeFileAtomic(const std::string &path, const std::string &data);
+/// created exclusively with permissions `mode` less the umask, then
+/// rename), creating parent directories. Returns false on failure.
+bool writeFileAtomic(const std::string &path, const std::string &data, unsigned mode = 0666);
 bool readFile(const std::string &path, std::string &data);
 
 /// One entry as stored.
@@ -90,8 +120,14 @@ public:
   /// read-only directory warns once and returns false.
   bool put(Layer layer, const std::string &key, const std::string &payload);
 
-  /// Entries of the directory `dir` (all layers).
+  /// Entries of the directory `dir` (all layers): regular files only, and
+  /// no layer that is a symbolic link (nothing outside `dir` is listed).
   static std::vector<EntryInfo> list(const std::string &dir);
+  /// Everything `tgc-cache verify` reports as unsafe in `dir`: the
+  /// directory or a layer (see checkCacheDirectory), symbolic links among
+  /// the entries, entries owned by someone else or writable by others.
+  /// Each is "path: why".
+  static std::vector<std::string> audit(const std::string &dir);
   /// Checks one entry file; `why` says what is wrong.
   static bool verifyEntry(const std::string &path, std::string *why,
                           std::string *payload = nullptr);
@@ -109,9 +145,14 @@ public:
 
 private:
   explicit ArtifactCache(std::string dir);
+  /// Whether `dir` passed checkCacheDirectory (checked once per process
+  /// and directory; a failure warns once and disables the disk cache).
+  bool trusted(const std::string &dir);
   std::string dir_; ///< "" follows the environment
   std::atomic<int64_t> hits_{0}, misses_{0};
   std::once_flag readOnlyWarning_;
+  std::mutex trustMutex_;
+  std::map<std::string, bool> trust_; ///< checkCacheDirectory's verdict per directory
 };
 
 /// While alive, ArtifactCache::current() on this thread is `cache` (scopes

@@ -21,7 +21,7 @@ apt_packages=(
   libfmt-dev libgtest-dev libgmock-dev libbenchmark-dev
   ninja-build ccache cmake g++ pkg-config python3-venv
   nlohmann-json3-dev libxxhash-dev libzstd-dev libcli11-dev libboost-context-dev
-  zlib1g-dev
+  zlib1g-dev libsodium-dev
 )
 
 missing=()

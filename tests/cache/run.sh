@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Cache scenarios across separate processes.
 # Usage: run.sh SCENARIO WORKER TGC_CACHE_TOOL SCRATCH
-# Scenarios: warm, warm-training, concurrent, readonly, relocatable, cli.
+# Scenarios: warm, warm-training, concurrent, readonly, relocatable, cli, trust.
 set -euo pipefail
 scenario=$1 worker=$2 tool=$3 scratch=$4
 rm -rf "$scratch" && mkdir -p "$scratch"
@@ -98,6 +98,66 @@ cli)
   grep -q "CORRUPT" "$scratch/verify" || fail "verify does not name the corrupt entry"
   [ $rc2 -eq 1 ] || fail "importing a non-archive exits $rc2"
   [ $rc3 -eq 2 ] || fail "an unknown command exits $rc3"
+  ;;
+trust)
+  # Entries are native code: a cache others can write is not loaded from.
+  (umask 000 && "$worker" >/dev/null)
+  [ "$(stat -c %a "$TGC_CACHE_DIR")" = 700 ] || fail "cache directory mode $(stat -c %a "$TGC_CACHE_DIR")"
+  [ "$(stat -c %a "$TGC_CACHE_DIR/kernels")" = 700 ] || fail "layer mode is not 700"
+  modes=$(find "$TGC_CACHE_DIR" -name '*.tgc' -printf '%m\n' | sort -u)
+  [ "$modes" = 600 ] || fail "entry modes: $modes"
+  "$tool" verify || fail "verify fails on a private cache"
+  chmod g+w "$TGC_CACHE_DIR/kernels"
+  set +e
+  "$tool" verify >"$scratch/verify"; rc=$?
+  set -e
+  cat "$scratch/verify"
+  [ $rc -eq 1 ] || fail "verify exits $rc on a group-writable layer"
+  grep -q "UNSAFE .*kernels.*writable by group or others" "$scratch/verify" || fail "verify does not name the layer"
+  out=$("$worker" 2>"$scratch/err")
+  echo "group-writable: $out"
+  [ "$(field cache_hits_disk "$out")" -eq 0 ] || fail "entries were loaded from an unsafe cache"
+  [ "$(field kernels_compiled "$out")" -gt 0 ] || fail "nothing was compiled"
+  warnings=$(grep -c "is not safe to load native code from" "$scratch/err" || true)
+  [ "$warnings" -eq 1 ] || { cat "$scratch/err"; fail "expected one warning, got $warnings"; }
+  chmod g-w "$TGC_CACHE_DIR/kernels"
+  # A layer that is a symbolic link: not loaded from, and clear leaves
+  # what it points to alone.
+  mv "$TGC_CACHE_DIR/graphs" "$scratch/outside"
+  ln -s "$scratch/outside" "$TGC_CACHE_DIR/graphs"
+  before=$(ls "$scratch/outside" | wc -l)
+  [ "$before" -gt 0 ] || fail "no graph entries to protect"
+  set +e
+  "$tool" verify >"$scratch/verify"; rc=$?
+  set -e
+  [ $rc -eq 1 ] && grep -q "UNSAFE .*: its layer graphs is a symbolic link" "$scratch/verify" ||
+    { cat "$scratch/verify"; fail "verify does not report the symlinked layer"; }
+  "$tool" clear
+  [ "$(ls "$scratch/outside" | wc -l)" -eq "$before" ] || fail "clear followed a symlinked layer"
+  # An entry that is a symbolic link is reported too.
+  rm "$TGC_CACHE_DIR/graphs" && mkdir -m 700 "$TGC_CACHE_DIR/graphs"
+  ln -s "$scratch/outside/$(ls "$scratch/outside" | head -1)" "$TGC_CACHE_DIR/graphs/planted.tgc"
+  set +e
+  "$tool" verify >"$scratch/verify"; rc=$?
+  set -e
+  [ $rc -eq 1 ] && grep -q "UNSAFE .*planted.tgc: a symbolic link" "$scratch/verify" ||
+    { cat "$scratch/verify"; fail "verify does not report a symlinked entry"; }
+  if [ "$(id -u)" -eq 0 ]; then
+    # A cache directory owned by another user (root can make one).
+    rm -f "$TGC_CACHE_DIR/graphs/planted.tgc"
+    "$worker" >/dev/null
+    chown -R 4242:4242 "$TGC_CACHE_DIR"
+    out=$("$worker" 2>"$scratch/err")
+    [ "$(field cache_hits_disk "$out")" -eq 0 ] || fail "entries were loaded from another user's cache"
+    grep -q "owned by uid 4242, not by this user" "$scratch/err" || { cat "$scratch/err"; fail "no ownership warning"; }
+    set +e
+    "$tool" verify >"$scratch/verify"; rc=$?
+    set -e
+    [ $rc -eq 1 ] || fail "verify exits $rc on another user's cache"
+    chown -R 0:0 "$TGC_CACHE_DIR"
+  else
+    echo "SKIP (part): not root, no cache of another owner"
+  fi
   ;;
 *) fail "unknown scenario $scenario" ;;
 esac

@@ -7,7 +7,9 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <sys/stat.h>
 #include <thread>
+#include <unistd.h>
 
 namespace fs = std::filesystem;
 
@@ -180,6 +182,122 @@ TEST(CacheDirectory, EnvironmentOrder) {
   unsetenv("XDG_CACHE_HOME");
   setenv("HOME", "/home/u", 1);
   EXPECT_EQ(cacheDir(), "/home/u/.cache/tgc");
+  // No home: a name of this user's, never one shared /tmp/.cache/tgc.
+  unsetenv("HOME");
+  EXPECT_EQ(cacheDir(), "/tmp/tgc-cache-" + std::to_string(geteuid()));
+}
+
+// Trust: entries are native code, so only their owner may put them there.
+
+mode_t modeOf(const fs::path &p) {
+  struct stat st;
+  EXPECT_EQ(::lstat(p.c_str(), &st), 0) << p;
+  return st.st_mode & 07777;
+}
+
+/// A valid entry written around the cache (as a hostile writer would).
+void plant(const std::string &path, Layer layer, const std::string &key,
+           const std::string &payload) {
+  fs::create_directories(fs::path(path).parent_path());
+  std::ofstream(path, std::ios::binary) << ArtifactCache::encode(layer, key, payload);
+}
+
+TEST_F(CacheDir, DirectoriesArePrivateAndEntriesOwnerOnlyWhateverTheUmask) {
+  mode_t old = ::umask(0);
+  ASSERT_TRUE(ArtifactCache::instance().put(Layer::Kernel, "k", "payload"));
+  ::umask(old);
+  EXPECT_EQ(modeOf(dir), 0700u);
+  for (const char *layer : {"kernels", "graphs", "autotune"})
+    EXPECT_EQ(modeOf(dir / layer), 0700u) << layer;
+  EXPECT_EQ(modeOf(entryPath(Layer::Kernel, "k")), 0600u);
+  EXPECT_TRUE(ArtifactCache::audit(dir.string()).empty());
+}
+
+TEST_F(CacheDir, GroupWritableDirectoryIsNotLoadedFrom) {
+  plant(entryPath(Layer::Kernel, "k"), Layer::Kernel, "k", "planted");
+  ASSERT_EQ(::chmod(dir.c_str(), 0775), 0);
+  ArtifactCache &c = ArtifactCache::instance();
+  EXPECT_FALSE(c.get(Layer::Kernel, "k")) << "nothing is loaded from an unsafe directory";
+  EXPECT_FALSE(c.put(Layer::Kernel, "k2", "v")) << "nor written to it";
+  EXPECT_FALSE(fs::exists(entryPath(Layer::Kernel, "k2")));
+  EXPECT_NE(checkCacheDirectory(dir.string(), false).find("writable by group or others (mode 0775)"),
+            std::string::npos)
+      << checkCacheDirectory(dir.string(), false);
+  std::vector<std::string> problems = ArtifactCache::audit(dir.string());
+  ASSERT_EQ(problems.size(), 1u);
+  EXPECT_NE(problems[0].find("mode 0775"), std::string::npos) << problems[0];
+}
+
+TEST_F(CacheDir, GroupWritableLayerIsNotLoadedFrom) {
+  plant(entryPath(Layer::Graph, "g"), Layer::Graph, "g", "planted");
+  ASSERT_EQ(::chmod(dir.c_str(), 0700), 0);
+  ASSERT_EQ(::chmod((dir / "graphs").c_str(), 0770), 0);
+  EXPECT_FALSE(ArtifactCache::instance().get(Layer::Graph, "g"));
+  EXPECT_NE(checkCacheDirectory(dir.string(), false).find("its layer graphs is writable"),
+            std::string::npos);
+}
+
+TEST_F(CacheDir, DirectoryOwnedByAnotherUserIsNotLoadedFrom) {
+  if (geteuid() != 0)
+    GTEST_SKIP() << "needs root to give the directory to another uid";
+  plant(entryPath(Layer::Kernel, "k"), Layer::Kernel, "k", "planted");
+  ASSERT_EQ(::chmod(dir.c_str(), 0700), 0);
+  ASSERT_EQ(::chown(dir.c_str(), 4242, 4242), 0);
+  EXPECT_FALSE(ArtifactCache::instance().get(Layer::Kernel, "k"));
+  EXPECT_NE(checkCacheDirectory(dir.string(), false).find("owned by uid 4242, not by this user"),
+            std::string::npos)
+      << checkCacheDirectory(dir.string(), false);
+}
+
+TEST_F(CacheDir, PlantedEntriesAreEvictedNotLoaded) {
+  ArtifactCache &c = ArtifactCache::instance();
+  ASSERT_TRUE(c.put(Layer::Kernel, "good", "mine"));
+  // An entry writable by others, and a symbolic link to a valid entry
+  // outside the cache: both are refused, then removed (not their targets).
+  plant(entryPath(Layer::Kernel, "open"), Layer::Kernel, "open", "planted");
+  ASSERT_EQ(::chmod(entryPath(Layer::Kernel, "open").c_str(), 0666), 0);
+  fs::path outside = dir.string() + "-outside/kernels/link.tgc";
+  plant(outside.string(), Layer::Kernel, "link", "planted");
+  fs::create_symlink(outside, entryPath(Layer::Kernel, "link"));
+  std::vector<std::string> problems = ArtifactCache::audit(dir.string());
+  EXPECT_EQ(problems.size(), 2u);
+  EXPECT_FALSE(c.get(Layer::Kernel, "open"));
+  EXPECT_FALSE(c.get(Layer::Kernel, "link"));
+  EXPECT_FALSE(fs::exists(fs::symlink_status(entryPath(Layer::Kernel, "open"))));
+  EXPECT_FALSE(fs::exists(fs::symlink_status(entryPath(Layer::Kernel, "link"))));
+  EXPECT_TRUE(fs::exists(outside)) << "the link is removed, not what it points to";
+  EXPECT_EQ(c.get(Layer::Kernel, "good").value_or(""), "mine");
+  if (geteuid() == 0) { // an entry of another owner in a private directory
+    plant(entryPath(Layer::Kernel, "theirs"), Layer::Kernel, "theirs", "planted");
+    ASSERT_EQ(::chmod(entryPath(Layer::Kernel, "theirs").c_str(), 0600), 0);
+    ASSERT_EQ(::chown(entryPath(Layer::Kernel, "theirs").c_str(), 4242, 4242), 0);
+    EXPECT_FALSE(c.get(Layer::Kernel, "theirs"));
+  }
+}
+
+TEST_F(CacheDir, SymlinkedLayerIsRefusedAndNotListed) {
+  fs::path outside = dir.string() + "-elsewhere";
+  plant((outside / "victim.tgc").string(), Layer::Kernel, "victim", "not the cache's");
+  fs::create_directories(dir);
+  ASSERT_EQ(::chmod(dir.c_str(), 0700), 0);
+  fs::create_directory_symlink(outside, dir / "kernels");
+  EXPECT_NE(checkCacheDirectory(dir.string(), false).find("its layer kernels is a symbolic link"),
+            std::string::npos);
+  EXPECT_FALSE(ArtifactCache::instance().get(Layer::Kernel, "victim"));
+  // list() is what tgc-cache clear removes: nothing outside the cache.
+  EXPECT_TRUE(ArtifactCache::list(dir.string()).empty());
+  EXPECT_FALSE(ArtifactCache::audit(dir.string()).empty());
+  EXPECT_TRUE(fs::exists(outside / "victim.tgc"));
+}
+
+TEST_F(CacheDir, SharedCacheIsAnExplicitOptIn) {
+  plant(entryPath(Layer::Kernel, "k"), Layer::Kernel, "k", "from a colleague");
+  ASSERT_EQ(::chmod(dir.c_str(), 0775), 0);
+  ASSERT_EQ(::chmod(entryPath(Layer::Kernel, "k").c_str(), 0664), 0);
+  setenv("TGC_CACHE_SHARED", "1", 1);
+  std::optional<std::string> got = ArtifactCache::instance().get(Layer::Kernel, "k");
+  unsetenv("TGC_CACHE_SHARED");
+  EXPECT_EQ(got.value_or(""), "from a colleague");
 }
 
 Plan samplePlan() {

@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <iostream>
 #include <map>
+#include <unistd.h>
 
 namespace fs = std::filesystem;
 using namespace tgc;
@@ -53,7 +54,13 @@ int ls(const std::string &dir) {
 }
 
 int verify(const std::string &dir) {
-  int bad = 0, good = 0;
+  int bad = 0, good = 0, unsafe = 0;
+  // Entries are native code: who may write them matters as much as whether
+  // they are intact.
+  for (const std::string &problem : ArtifactCache::audit(dir)) {
+    ++unsafe;
+    std::cout << "UNSAFE " << problem << "\n";
+  }
   for (const EntryInfo &e : ArtifactCache::list(dir)) {
     std::string why;
     if (ArtifactCache::verifyEntry(e.path, &why)) {
@@ -63,15 +70,19 @@ int verify(const std::string &dir) {
       std::cout << "CORRUPT " << e.path << ": " << why << "\n";
     }
   }
-  std::cout << good << " entries ok, " << bad << " corrupt\n";
-  return bad ? kCorrupt : kOk;
+  std::cout << good << " entries ok, " << bad << " corrupt, " << unsafe << " unsafe\n";
+  return bad || unsafe ? kCorrupt : kOk;
 }
 
 int clear(const std::string &dir) {
   int removed = 0;
   std::error_code ec;
+  // list() holds the regular files of real layer directories only: a layer
+  // that is a symbolic link is not followed out of the cache.
   for (const EntryInfo &e : ArtifactCache::list(dir))
-    removed += fs::remove(e.path, ec);
+    removed += ::unlink(e.path.c_str()) == 0;
+  for (const std::string &problem : ArtifactCache::audit(dir))
+    std::cout << "left alone: " << problem << "\n";
   fs::remove(dir + "/stats", ec);
   std::cout << "removed " << removed << " entries from " << dir << "\n";
   return kOk;
@@ -110,6 +121,10 @@ int exportTo(const std::string &dir, const std::string &file) {
 }
 
 int importFrom(const std::string &dir, const std::string &file) {
+  if (std::string why = checkCacheDirectory(dir, true); !why.empty()) {
+    std::cerr << "tgc-cache: refusing to import into " << dir << ": " << why << "\n";
+    return kIoError;
+  }
   std::string packed;
   if (!readFile(file, packed)) {
     std::cerr << "tgc-cache: cannot read " << file << "\n";
@@ -156,7 +171,7 @@ int importFrom(const std::string &dir, const std::string &file) {
                 !rel.parent_path().has_parent_path() && name.find("..") == std::string::npos;
     std::string dest = dir + "/" + name;
     std::string why;
-    if (!safe || !writeFileAtomic(dest, data) || !ArtifactCache::verifyEntry(dest, &why)) {
+    if (!safe || !writeFileAtomic(dest, data, 0600) || !ArtifactCache::verifyEntry(dest, &why)) {
       std::error_code ec;
       if (safe)
         fs::remove(dest, ec);
@@ -179,12 +194,17 @@ int main(int argc, char **argv) {
                "Examples:\n"
                "  tgc-cache stats                      entries, bytes, hits and misses\n"
                "  tgc-cache ls                         one line per entry: layer, key, bytes\n"
-               "  tgc-cache verify                     check every entry's checksum\n"
+               "  tgc-cache verify                     check every entry's checksum, owner and mode\n"
                "  tgc-cache export cache.tgcz          one zstd archive of all entries\n"
                "  tgc-cache --dir /mnt/c import cache.tgcz\n"
                "  tgc-cache clear\n"
                "  tgc-cache compiler                   the command CPU kernels are built with\n\n"
-               "Exit codes: 0 success, 1 corrupt entries or archive, 2 usage error,\n"
+               "Entries are native code tgc loads and runs: the cache directory and its\n"
+               "layers must be owned by you (or root) and not writable by group or others,\n"
+               "and no layer or entry may be a symbolic link (TGC_CACHE_SHARED=1 lifts the\n"
+               "owner and mode checks for a cache several users write). verify reports\n"
+               "what breaks this as UNSAFE.\n\n"
+               "Exit codes: 0 success, 1 corrupt or unsafe entries or archive, 2 usage error,\n"
                "3 I/O error."};
   std::string dir;
   app.add_option("--dir", dir, "cache directory (default: as described above)");
@@ -192,7 +212,8 @@ int main(int argc, char **argv) {
   std::string file;
   auto *cStats = app.add_subcommand("stats", "entries, bytes, hits, misses");
   auto *cLs = app.add_subcommand("ls", "list entries");
-  auto *cVerify = app.add_subcommand("verify", "check every entry; exit 1 on corruption");
+  auto *cVerify = app.add_subcommand(
+      "verify", "check every entry, owners and modes; exit 1 on corruption or unsafe files");
   auto *cClear = app.add_subcommand("clear", "remove every entry");
   auto *cExport = app.add_subcommand("export", "write all entries to one zstd archive");
   cExport->add_option("FILE", file, "archive to write")->required();

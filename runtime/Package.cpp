@@ -148,7 +148,16 @@ void Package::Impl::loadSegments(const DecodedPackage &pkg) {
   }
 }
 
-Package Package::load(const std::string &path) {
+Package Package::load(const std::string &path, const LoadOptions &options) {
+  std::vector<std::string> trusted;
+  for (const std::string &k : options.trusted_keys) {
+    try {
+      trusted.push_back(parsePublicKey(k));
+    } catch (const std::invalid_argument &e) {
+      throw PackageError(Kind::Signature, "a trusted key for " + path + " does not parse: " +
+                                              e.what());
+    }
+  }
   std::error_code ec;
   if (!std::filesystem::is_regular_file(path, ec))
     throw PackageError(Kind::Io, "cannot read package " + path + ": no such file");
@@ -157,7 +166,7 @@ Package Package::load(const std::string &path) {
   std::string bytes;
   if (!readFile(path, bytes))
     throw PackageError(Kind::Io, "cannot read package " + path);
-  DecodedPackage pkg = decodePackage(bytes, path);
+  DecodedPackage pkg = decodePackage(bytes, path, trusted);
   impl->fileBytes = bytes.size();
   impl->sections = pkg.infos;
   try {

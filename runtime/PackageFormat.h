@@ -20,6 +20,14 @@
 // LibTorch is a Version error even when other bytes differ too), then every
 // checksum and bound; no length is trusted.
 //
+// A signed package has a last, uncompressed section "signature": "TGCSIG1\0",
+// the signer's Ed25519 public key (32 bytes) and an Ed25519 signature (64
+// bytes) of the BLAKE2b-512 digest of: "tgc-package-signature-v1\0", header
+// bytes 8..79 (format, reserved, versions), then per other section in table
+// order its name (u32 length + bytes), compression (u8), raw and stored
+// sizes (u64) and stored bytes. When trusted keys are given the signature
+// is checked before anything is decompressed.
+//
 //===----------------------------------------------------------------------===//
 #ifndef TGC_RUNTIME_PACKAGEFORMAT_H
 #define TGC_RUNTIME_PACKAGEFORMAT_H
@@ -42,9 +50,28 @@ struct SectionInput {
   bool compress = false; ///< store zstd-compressed
 };
 
+/// An Ed25519 key pair (libsodium's layout: the 64-byte secret key holds
+/// the public key in its last 32 bytes).
+struct SigningKey {
+  std::string secret;    ///< 64 bytes
+  std::string publicKey; ///< 32 bytes
+};
+/// A new random key pair.
+SigningKey generateSigningKey();
+/// The key files `tgc-aot keygen` writes: one line each,
+/// "tgc-ed25519-secret-key <128 hex>" and "tgc-ed25519-public-key <64 hex>".
+std::string secretKeyText(const SigningKey &key);
+std::string publicKeyText(const std::string &publicKey);
+/// Parses a secret key file's text; throws std::invalid_argument.
+SigningKey parseSecretKey(const std::string &text);
+/// Parses a public key (a .pub file's text or 64 hex digits) into its 32
+/// bytes; throws std::invalid_argument.
+std::string parsePublicKey(const std::string &text);
+
 /// The bytes of a package file holding `sections`, stamped with this
-/// build's tgc and LibTorch versions.
-std::string encodePackage(const std::vector<SectionInput> &sections);
+/// build's tgc and LibTorch versions; signed with `sign` when given.
+std::string encodePackage(const std::vector<SectionInput> &sections,
+                          const SigningKey *sign = nullptr);
 
 /// A verified package file: its sections by name, decompressed.
 struct DecodedPackage {
@@ -53,8 +80,11 @@ struct DecodedPackage {
 };
 
 /// Verifies and decodes a package file's bytes; throws PackageError
-/// (Format, Version or Checksum). `what` names the file in messages.
-DecodedPackage decodePackage(const std::string &file, const std::string &what);
+/// (Format, Version, Checksum, or Signature when `trustedKeys` (32-byte
+/// public keys) is not empty and no valid signature by one of them is
+/// there). `what` names the file in messages.
+DecodedPackage decodePackage(const std::string &file, const std::string &what,
+                             const std::vector<std::string> &trustedKeys = {});
 
 /// The LibTorch version packages are stamped with (TORCH_VERSION).
 const char *torchVersionString();

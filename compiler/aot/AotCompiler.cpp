@@ -20,6 +20,7 @@
 
 #include <chrono>
 #include <filesystem>
+#include <optional>
 #include <sstream>
 
 namespace tgc {
@@ -342,7 +343,15 @@ AotSummary compilePackage(const AotOptions &o, const AotProgress &progress) {
   summary.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   meta["compile_seconds"] = summary.seconds;
   sections.insert(sections.begin(), {{"meta.json", meta.dump(2)}, {"module.pt", module.str(), o.compress}});
-  std::string bytes = encodePackage(sections);
+  std::optional<SigningKey> key;
+  if (!o.signingKey.empty()) {
+    try {
+      key = parseSecretKey(o.signingKey);
+    } catch (const std::invalid_argument &e) {
+      throw AotError(Kind::Usage, std::string("the signing key does not parse: ") + e.what());
+    }
+  }
+  std::string bytes = encodePackage(sections, key ? &*key : nullptr);
   if (!writeFileAtomic(o.output, bytes))
     throw AotError(Kind::Io, "cannot write " + o.output);
   summary.bytes = bytes.size();

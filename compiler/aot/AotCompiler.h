@@ -30,6 +30,9 @@ struct AotOptions {
   bool compress = false;  ///< zstd-compress the weights and kernels
   int samples = 3;        ///< sample runs (randn, rand, -rand) to reach branches
   std::string cacheDir;   ///< the JIT's artifact cache to use; empty: the environment's
+  /// The text of a secret key file (tgc-aot keygen) to sign the package
+  /// with; empty: unsigned.
+  std::string signingKey;
 };
 
 /// A compile failure; `kind` picks tgc-aot's exit code (docs/aot.md).

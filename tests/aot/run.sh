@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # tgc-aot end to end: compile real models, run them against eager, bad input, CLI manners.
 # Usage: run.sh TGC_AOT PYTHON WORKDIR SCENARIO [MODEL]
-# Scenarios: models (saves the TorchScript models), compile MODEL, cuda, bad, cli.
+# Scenarios: models (saves the TorchScript models), compile MODEL, cuda, bad, cli, sign.
 set -euo pipefail
 aot=$1 python=$2 work=$3 scenario=$4 model=${5:-}
 models=$work/models pkgs=$work/packages
@@ -90,6 +90,30 @@ cuda)
     --cache-dir "$tmp/nvrtc-fault-cache" -o "$tmp/x.tgcpkg"
   expect 2 'not of the form sm_XY' "$aot" compile "$models/mlp.pt" --input 'x:f32[4,32]' \
     --backend cuda --arch 90 -o "$tmp/x.tgcpkg"
+  ;;
+sign)
+  # Signed packages: only a package signed by a trusted key loads when one is required.
+  "$aot" --help | grep -q "runs its native code" || fail "--help does not say a package is native code"
+  "$aot" keygen "$tmp/release"
+  [ "$(stat -c %a "$tmp/release.key")" = 600 ] || fail "the secret key is not mode 600"
+  expect 2 "not overwriting a key" "$aot" keygen "$tmp/release"
+  "$aot" keygen "$tmp/other" >/dev/null
+  "$aot" compile "$models/gate.pt" --input 'x:f32[4,16]' --sign "$tmp/release.key" --compress -o "$tmp/signed.tgcpkg"
+  "$aot" compile "$models/gate.pt" --input 'x:f32[4,16]' -o "$tmp/unsigned.tgcpkg" >/dev/null
+  "$aot" run "$tmp/signed.tgcpkg" --verify-key "$tmp/release.pub" --check-against "$models/gate.pt"
+  "$aot" run "$tmp/signed.tgcpkg" --verify-key "$tmp/other.pub" --verify-key "$tmp/release.pub" >/dev/null
+  "$aot" run "$tmp/signed.tgcpkg" >/dev/null # no key required: loads as before
+  expect 6 "signed by key [0-9a-f]{64}, which is not one of the trusted keys" \
+    "$aot" run "$tmp/signed.tgcpkg" --verify-key "$tmp/other.pub"
+  expect 6 "is not signed, and a signature by one of 1 trusted key" \
+    "$aot" run "$tmp/unsigned.tgcpkg" --verify-key "$tmp/release.pub"
+  expect 2 "not a tgc-ed25519-secret-key file" \
+    "$aot" compile "$models/gate.pt" --input 'x:f32[4,16]' --sign "$tmp/release.pub" -o "$tmp/x.tgcpkg"
+  expect 2 "cannot read key file" "$aot" run "$tmp/signed.tgcpkg" --verify-key "$tmp/none.pub"
+  # A flipped byte fails its checksum before the signature is looked at.
+  cp "$tmp/signed.tgcpkg" "$tmp/flipped.tgcpkg"
+  printf '\x55' | dd of="$tmp/flipped.tgcpkg" bs=1 seek=$(($(stat -c %s "$tmp/signed.tgcpkg") - 300)) conv=notrunc 2>/dev/null
+  expect 4 "checksum mismatch" "$aot" run "$tmp/flipped.tgcpkg" --verify-key "$tmp/release.pub"
   ;;
 bad)
   gate=$pkgs/gate.tgcpkg

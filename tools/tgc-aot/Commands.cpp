@@ -8,9 +8,13 @@
 
 #include <nlohmann/json.hpp>
 
+#include "runtime/ArtifactCache.h"
+#include "runtime/PackageFormat.h"
+
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <iterator>
@@ -31,6 +35,7 @@ int exitFor(const PackageError &e) {
   switch (e.kind()) {
   case PackageError::Kind::Input: return kExitUsage;
   case PackageError::Kind::Device: return kExitNoDevice;
+  case PackageError::Kind::Signature: return kExitUntrusted;
   default: return kExitBadPackage;
   }
 }
@@ -160,6 +165,17 @@ std::string humanBytes(uint64_t b) {
 } // namespace
 
 int compileCommand(AotOptions options, const std::vector<std::string> &inputs, bool quiet) {
+  if (!options.signingKey.empty()) { // a path until here
+    std::string text;
+    if (!readKeyFile(options.signingKey, text))
+      return kExitUsage;
+    try {
+      parseSecretKey(text);
+    } catch (const std::invalid_argument &e) {
+      return fail(kExitUsage, options.signingKey + ": " + e.what());
+    }
+    options.signingKey = text;
+  }
   try {
     for (const std::string &text : inputs)
       options.inputs.push_back(parseInputSpec(text));
@@ -196,9 +212,39 @@ int compileCommand(AotOptions options, const std::vector<std::string> &inputs, b
   return kExitOk;
 }
 
+bool readKeyFile(const std::string &path, std::string &text) {
+  if (readFile(path, text))
+    return true;
+  std::cerr << "tgc-aot: error: cannot read key file " << path << "\n";
+  return false;
+}
+
+int keygenCommand(const std::string &name, bool quiet) {
+  const std::string secret = name + ".key", pub = name + ".pub";
+  std::error_code ec;
+  if (std::filesystem::exists(secret, ec) || std::filesystem::exists(pub, ec))
+    return fail(kExitUsage, secret + " or " + pub + " exists: not overwriting a key");
+  SigningKey key = generateSigningKey();
+  if (!writeFileAtomic(secret, secretKeyText(key), 0600) ||
+      !writeFileAtomic(pub, publicKeyText(key.publicKey), 0644))
+    return fail(kExitFailure, "cannot write " + secret + " and " + pub);
+  if (!quiet)
+    std::printf("wrote %s (secret: keep it private) and %s (public: give it to whoever loads "
+                "your packages)\n",
+                secret.c_str(), pub.c_str());
+  return kExitOk;
+}
+
 int runCommand(const RunOptions &o, bool quiet) {
   try {
-    Package pkg = Package::load(o.package);
+    LoadOptions load;
+    for (const std::string &file : o.verifyKeys) {
+      std::string text;
+      if (!readKeyFile(file, text))
+        return kExitUsage;
+      load.trusted_keys.push_back(text);
+    }
+    Package pkg = Package::load(o.package, load);
     std::vector<at::Tensor> inputs = runInputs(pkg, o);
     auto start = std::chrono::steady_clock::now();
     std::vector<at::Tensor> outs = pkg.run(inputs);

@@ -16,7 +16,8 @@ enum Exit {
   kExitUsage = 2,
   kExitBadModel = 3,
   kExitBadPackage = 4,
-  kExitNoDevice = 5
+  kExitNoDevice = 5,
+  kExitUntrusted = 6
 };
 
 struct RunOptions {
@@ -25,11 +26,16 @@ struct RunOptions {
   std::string model;               ///< --check-against
   uint64_t seed = 0;
   double atol = -1, rtol = -1; ///< negative: by dtype
+  std::vector<std::string> verifyKeys; ///< public key files: require a signature by one
 };
 
 int compileCommand(AotOptions options, const std::vector<std::string> &inputs, bool quiet);
 int runCommand(const RunOptions &options, bool quiet);
 int inspectCommand(const std::string &package, bool asJson);
+/// Writes a new Ed25519 key pair: NAME.key (secret, mode 0600) and NAME.pub.
+int keygenCommand(const std::string &name, bool quiet);
+/// Reads a key file into `text`; false with a message on stderr.
+bool readKeyFile(const std::string &path, std::string &text);
 
 } // namespace tgc
 

@@ -18,6 +18,16 @@ const char *kFooter = R"(Examples:
   tgc-aot run resnet18.tgcpkg --check-against resnet18.pt
   tgc-aot run resnet18.tgcpkg --input x=image.pt
   tgc-aot inspect resnet18.tgcpkg
+  tgc-aot keygen release            (writes release.key and release.pub)
+  tgc-aot compile resnet18.pt --input x:f32[1,3,224,224] --sign release.key -o r18.tgcpkg
+  tgc-aot run r18.tgcpkg --verify-key release.pub
+
+Trust: loading or running a package runs its native code (its kernels are a
+shared object), like loading a shared library. Run only packages you would
+run as programs, or sign them (--sign) and require the signature where they
+are loaded (--verify-key, or Package::load(path, {.trusted_keys = ...})):
+an unsigned, foreign-signed or modified package is then refused before any
+of it is loaded. inspect loads the package too.
 
 Input specs: NAME:DTYPE[D0,D1,...] with DTYPE one of f16 bf16 f32 f64 i8 i16 i32
 i64 u8 bool; integer inputs take an optional @LOW:HIGH range for random values in [LOW, HIGH).
@@ -32,6 +42,8 @@ Exit codes:
   4  bad package: missing, not a package, corrupt or truncated (checksum),
      or written by another tgc, package format or LibTorch version
   5  missing device: the package targets a device this machine cannot run
+  6  untrusted package: --verify-key given and the package is unsigned, signed
+     by another key, or modified since it was signed
 See docs/aot.md.)";
 
 } // namespace
@@ -60,6 +72,8 @@ int main(int argc, char **argv) {
   c->add_option("--samples", compile.samples,
                 "sample runs on random inputs (randn, rand, -rand, ...) that reach branches")
       ->capture_default_str();
+  c->add_option("--sign", compile.signingKey,
+                "sign the package with this secret key (tgc-aot keygen NAME writes NAME.key)");
   c->add_option("--cache-dir", compile.cacheDir,
                 "the artifact cache to build through (default: the JIT's, TGC_CACHE_DIR or "
                 "~/.cache/tgc): kernels the JIT or an earlier compile built are reused");
@@ -72,6 +86,13 @@ int main(int argc, char **argv) {
   r->add_option("--seed", run.seed, "seed of the random inputs")->capture_default_str();
   r->add_option("--atol", run.atol, "absolute tolerance (default: by dtype)");
   r->add_option("--rtol", run.rtol, "relative tolerance (default: by dtype)");
+  r->add_option("--verify-key", run.verifyKeys,
+                "public key file (NAME.pub): refuse the package unless it is signed by this "
+                "key (repeatable: any of them)");
+
+  std::string keyName;
+  CLI::App *k = app.add_subcommand("keygen", "write a new Ed25519 signing key pair");
+  k->add_option("name", keyName, "writes NAME.key (secret, mode 0600) and NAME.pub")->required();
 
   std::string inspected;
   bool asJson = false;
@@ -89,5 +110,7 @@ int main(int argc, char **argv) {
     return compileCommand(compile, compileInputs, quiet);
   if (r->parsed())
     return runCommand(run, quiet);
+  if (k->parsed())
+    return keygenCommand(keyName, quiet);
   return inspectCommand(inspected, asJson);
 }

@@ -36,6 +36,7 @@ public:
     Version,  ///< written by another tgc, package format or LibTorch version
     Input,    ///< run() inputs miss the package's guards
     Device,   ///< the package targets a device this process cannot run
+    Signature, ///< a trusted key was required: unsigned, signed by another key, or modified
   };
   PackageError(Kind kind, const std::string &message)
       : std::runtime_error(message), kind_(kind) {}
@@ -87,12 +88,23 @@ struct PackageRunStats {
   std::vector<int64_t> compiled_ids; ///< ids of the segments run compiled, in order
 };
 
+/// How Package::load may trust a file. Loading a package runs its native
+/// code (its kernels are a shared object), like loading a shared library:
+/// load only packages you would run as programs, or require a signature.
+struct LoadOptions {
+  /// Ed25519 public keys (`tgc-aot keygen`: the text of a .pub file, or its
+  /// 64 hex digits). When any is given, the package must be signed by one of
+  /// them (`tgc-aot compile --sign KEY`) and unchanged since, or load throws
+  /// PackageError(Signature) before any part of it is decompressed or loaded.
+  std::vector<std::string> trusted_keys;
+};
+
 class Package {
 public:
-  /// Reads and verifies `path` (versions, then every checksum), loads the
-  /// TorchScript program and, for CPU packages, the kernels. Throws
-  /// PackageError.
-  static Package load(const std::string &path);
+  /// Reads and verifies `path` (versions, then every checksum, then the
+  /// signature when `options` requires one), loads the TorchScript program
+  /// and, for CPU packages, the kernels. Throws PackageError.
+  static Package load(const std::string &path, const LoadOptions &options = {});
 
   /// Runs the package on `inputs` (one per InputSpec, any strides). Throws
   /// PackageError(Input) naming the input, what was expected and what came,

@@ -7,6 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "tgc/Package.h"
+#include "runtime/PackageFormat.h"
 
 #include <gtest/gtest.h>
 #include <torch/script.h>
@@ -14,6 +15,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <iterator>
+#include <random>
 
 namespace {
 
@@ -181,4 +183,55 @@ TEST(AotRuntimeOnly, NoCompilerOrMlirInTheProcess) {
   EXPECT_NE(maps.find("libtgc_runtime"), std::string::npos);
   for (const char *lib : {"libtgc_compiler", "libMLIR", "libLLVM", "libtgc_pipeline"})
     EXPECT_EQ(maps.find(lib), std::string::npos) << lib << " is mapped into the process";
+}
+
+// Hostile packages at the loader (issue 20 point 4): meta.json and the
+// plans mutated and re-sealed (every checksum valid, as a hostile writer
+// would make them), so the mutations reach the JSON, plan and segment
+// loaders behind the container checks. Each load is a clean PackageError or
+// a package that still loads; never a crash or another exception. (The
+// kernels' shared object and module.pt are native and TorchScript code by
+// design: a signature, not a parser, is their defence.)
+TEST(AotHostile, MutatedMetadataAndPlansAreCleanErrors) {
+  tgc::DecodedPackage good = tgc::decodePackage(readAll(package("gate")), "gate");
+  std::vector<std::string> targets;
+  for (const auto &[name, bytes] : good.sections)
+    if (name == "meta.json" || name.rfind("plan.", 0) == 0)
+      targets.push_back(name);
+  ASSERT_GE(targets.size(), 2u);
+  std::mt19937_64 rng(23);
+  int loaded = 0, refused = 0;
+  const std::string path = testing::TempDir() + "/aot-hostile.tgcpkg";
+  for (int i = 0; i < 300; ++i) {
+    std::vector<tgc::SectionInput> sections;
+    const std::string &victim = targets[rng() % targets.size()];
+    for (const tgc::PackageSection &info : good.infos) {
+      std::string bytes = good.sections.at(info.name);
+      if (info.name == victim && !bytes.empty()) {
+        for (int m = 0, n = 1 + int(rng() % 4); m < n; ++m) {
+          size_t at = rng() % bytes.size();
+          switch (rng() % 4) {
+          case 0: bytes[at] ^= char(1 + rng() % 255); break;
+          case 1: bytes.erase(at, 1 + rng() % 8); break;
+          case 2: bytes.insert(at, std::to_string(int64_t(rng()))); break;
+          default: bytes.resize(at); break;
+          }
+          if (bytes.empty())
+            break;
+        }
+      }
+      sections.push_back({info.name, bytes, info.compressed});
+    }
+    std::ofstream(path, std::ios::binary | std::ios::trunc) << tgc::encodePackage(sections);
+    try {
+      tgc::Package::load(path);
+      ++loaded;
+    } catch (const tgc::PackageError &) {
+      ++refused;
+    } catch (const std::exception &e) {
+      FAIL() << "iteration " << i << " (" << victim << "): not a PackageError: " << e.what();
+    }
+  }
+  std::cout << loaded << " mutated packages loaded, " << refused << " refused\n";
+  EXPECT_GT(refused, 100);
 }

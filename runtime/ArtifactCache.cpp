@@ -103,6 +103,16 @@ std::string unsafeOwnership(const struct stat &st) {
 
 namespace {
 
+/// Why an entry file with status `st` (from lstat or fstat) may not be
+/// loaded, or "" when it may.
+std::string unsafeEntry(const struct stat &st) {
+  if (S_ISLNK(st.st_mode))
+    return "a symbolic link";
+  if (!S_ISREG(st.st_mode))
+    return "not a regular file";
+  return unsafeOwnership(st);
+}
+
 /// mkdir -p with `mode` for the components it creates.
 void makeDirectories(const fs::path &dir, mode_t mode) {
   fs::path partial;
@@ -158,11 +168,7 @@ bool readEntryFile(const std::string &path, std::string &data, std::string *why)
     return fail(errno == ELOOP ? "a symbolic link" : std::string("unreadable: ") +
                                                          std::strerror(errno));
   struct stat st;
-  std::string unsafe;
-  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))
-    unsafe = "not a regular file";
-  else
-    unsafe = unsafeOwnership(st);
+  std::string unsafe = ::fstat(fd, &st) != 0 ? "not a regular file" : unsafeEntry(st);
   if (!unsafe.empty()) {
     ::close(fd);
     return fail(unsafe);
@@ -215,14 +221,8 @@ bool writeFileAtomic(const std::string &path, const std::string &data, unsigned 
   int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
   if (fd < 0)
     return false;
-  size_t done = 0;
-  while (done < data.size()) {
-    ssize_t n = ::write(fd, data.data() + done, data.size() - done);
-    if (n <= 0)
-      break;
-    done += size_t(n);
-  }
-  if (::close(fd) != 0 || done != data.size()) {
+  const bool written = writeAll(fd, data);
+  if (::close(fd) != 0 || !written) {
     ::unlink(tmp.c_str());
     return false;
   }
@@ -230,6 +230,17 @@ bool writeFileAtomic(const std::string &path, const std::string &data, unsigned 
   if (ec)
     fs::remove(tmp, ec);
   return !ec;
+}
+
+bool writeAll(int fd, const std::string &bytes) {
+  size_t done = 0;
+  while (done < bytes.size()) {
+    ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
+    if (n <= 0)
+      return false;
+    done += size_t(n);
+  }
+  return true;
 }
 
 bool readFile(const std::string &path, std::string &data) {
@@ -272,7 +283,7 @@ void ArtifactCache::persistStats() const {
   if (cacheDisabled() || (hits_ == 0 && misses_ == 0))
     return;
   std::string path = dir() + "/stats";
-  if (!const_cast<ArtifactCache *>(this)->trusted(dir()))
+  if (!trusted(dir()))
     return;
   int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
   if (fd < 0)
@@ -348,7 +359,7 @@ bool ArtifactCache::verifyEntry(const std::string &path, std::string *why,
   return true;
 }
 
-bool ArtifactCache::trusted(const std::string &dir) {
+bool ArtifactCache::trusted(const std::string &dir) const {
   std::lock_guard<std::mutex> lock(trustMutex_);
   auto it = trust_.find(dir);
   if (it != trust_.end())
@@ -440,10 +451,7 @@ std::vector<std::string> ArtifactCache::audit(const std::string &dir) {
       struct stat st;
       if (::lstat(e.path().c_str(), &st) != 0)
         continue;
-      std::string why = S_ISLNK(st.st_mode)   ? "a symbolic link"
-                        : !S_ISREG(st.st_mode) ? "not a regular file"
-                                               : unsafeOwnership(st);
-      if (!why.empty())
+      if (std::string why = unsafeEntry(st); !why.empty())
         problems.push_back(e.path().string() + ": " + why);
     }
   }

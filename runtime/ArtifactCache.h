@@ -84,6 +84,8 @@ KeyInputs baseKeyInputs();
 /// created exclusively with permissions `mode` less the umask, then
 /// rename), creating parent directories. Returns false on failure.
 bool writeFileAtomic(const std::string &path, const std::string &data, unsigned mode = 0666);
+/// Writes all of `bytes` to the descriptor `fd`; false on a short write.
+bool writeAll(int fd, const std::string &bytes);
 bool readFile(const std::string &path, std::string &data);
 
 /// One entry as stored.
@@ -147,12 +149,12 @@ private:
   explicit ArtifactCache(std::string dir);
   /// Whether `dir` passed checkCacheDirectory (checked once per process
   /// and directory; a failure warns once and disables the disk cache).
-  bool trusted(const std::string &dir);
+  bool trusted(const std::string &dir) const;
   std::string dir_; ///< "" follows the environment
   std::atomic<int64_t> hits_{0}, misses_{0};
   std::once_flag readOnlyWarning_;
-  std::mutex trustMutex_;
-  std::map<std::string, bool> trust_; ///< checkCacheDirectory's verdict per directory
+  mutable std::mutex trustMutex_;
+  mutable std::map<std::string, bool> trust_; ///< checkCacheDirectory's verdict per directory
 };
 
 /// While alive, ArtifactCache::current() on this thread is `cache` (scopes

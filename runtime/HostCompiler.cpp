@@ -79,17 +79,6 @@ const std::string &hostCompilerVersion() {
   return version;
 }
 
-static bool writeAll(int fd, const std::string &bytes) {
-  size_t done = 0;
-  while (done < bytes.size()) {
-    ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
-    if (n <= 0)
-      return false;
-    done += n;
-  }
-  return true;
-}
-
 std::shared_ptr<SharedObject> SharedObject::openBytes(const std::string &bytes,
                                                       const std::string &name,
                                                       std::string &error) {

@@ -270,61 +270,52 @@ std::string parsePublicKey(const std::string &text) {
   return parseKey(text, "tgc-ed25519-public-key", crypto_sign_PUBLICKEYBYTES, true);
 }
 
-std::string encodePackage(const std::vector<SectionInput> &unsignedSections,
-                          const SigningKey *sign) {
-  std::vector<SectionInput> sections = unsignedSections;
-  std::vector<std::string> stored;
+std::string encodePackage(const std::vector<SectionInput> &sections, const SigningKey *sign) {
+  std::vector<StoredSection> all;
   for (const SectionInput &s : sections)
-    stored.push_back(s.compress ? compress(s.bytes) : s.bytes);
+    all.push_back({s.name, s.compress, s.bytes.size(), s.compress ? compress(s.bytes) : s.bytes});
+  // Bytes 8..79 of the header: what the signature covers besides sections.
+  Writer fields;
+  fields.u32(kPackageFormat);
+  fields.u32(0);
+  fields.raw(padded(kTgcVersion));
+  fields.raw(padded(torchVersionString()));
   if (sign) {
     initSodium();
-    Writer fields;
-    fields.u32(kPackageFormat);
-    fields.u32(0);
-    fields.raw(padded(kTgcVersion));
-    fields.raw(padded(torchVersionString()));
-    std::vector<StoredSection> all;
-    for (size_t i = 0; i < sections.size(); ++i)
-      all.push_back({sections[i].name, sections[i].compress, sections[i].bytes.size(), stored[i]});
     std::string digest = signedDigest(fields.out, all);
     std::string signature(crypto_sign_BYTES, '\0');
     crypto_sign_detached(reinterpret_cast<unsigned char *>(signature.data()), nullptr,
                          reinterpret_cast<const unsigned char *>(digest.data()), digest.size(),
                          reinterpret_cast<const unsigned char *>(sign->secret.data()));
-    SectionInput sig{kSignatureSection, std::string(kSignatureMagic, 8) + sign->publicKey + signature,
-                     false};
-    sections.push_back(sig);
-    stored.push_back(sig.bytes);
+    std::string bytes = std::string(kSignatureMagic, 8) + sign->publicKey + signature;
+    all.push_back({kSignatureSection, false, bytes.size(), bytes});
   }
   Writer table;
   // Offsets depend on the table's size, which does not depend on offsets.
   size_t tableBytes = 0;
-  for (const SectionInput &s : sections)
+  for (const StoredSection &s : all)
     tableBytes += 4 + s.name.size() + 1 + 3 * 8 + kHashChars;
   uint64_t offset = kPackageHeaderBytes + tableBytes + kHashChars;
-  for (size_t i = 0; i < sections.size(); ++i) {
-    table.u32(sections[i].name.size());
-    table.raw(sections[i].name);
-    table.u8(sections[i].compress ? 1 : 0);
+  for (const StoredSection &s : all) {
+    table.u32(s.name.size());
+    table.raw(s.name);
+    table.u8(s.compressed ? 1 : 0);
     table.i64(offset);
-    table.i64(stored[i].size());
-    table.i64(sections[i].bytes.size());
-    table.raw(contentHash(stored[i]));
-    offset += stored[i].size();
+    table.i64(s.stored.size());
+    table.i64(s.raw);
+    table.raw(contentHash(s.stored));
+    offset += s.stored.size();
   }
   Writer out;
   out.raw(std::string(kMagic, 8));
-  out.u32(kPackageFormat);
-  out.u32(0);
-  out.raw(padded(kTgcVersion));
-  out.raw(padded(torchVersionString()));
-  out.i64(sections.size());
+  out.raw(fields.out);
+  out.i64(all.size());
   out.i64(table.out.size());
   out.raw(contentHash(out.out));
   out.raw(table.out);
   out.raw(contentHash(table.out));
-  for (const std::string &s : stored)
-    out.raw(s);
+  for (const StoredSection &s : all)
+    out.raw(s.stored);
   return out.out;
 }
 

@@ -284,6 +284,15 @@ std::string fullgraphBreak(const Partition &part, const json &segments) {
 AotSummary compilePackage(const AotOptions &o, const AotProgress &progress) {
   auto start = std::chrono::steady_clock::now();
   checkOptions(o);
+  // A bad signing key fails before the compile, not after it.
+  std::optional<SigningKey> key;
+  if (!o.signingKey.empty()) {
+    try {
+      key = parseSecretKey(o.signingKey);
+    } catch (const std::invalid_argument &e) {
+      throw AotError(Kind::Usage, std::string("the signing key does not parse: ") + e.what());
+    }
+  }
   // The JIT's caches: a model the JIT compiled already reuses its graphs and kernels.
   CompileConfig config;
   if (!o.cacheDir.empty())
@@ -343,14 +352,6 @@ AotSummary compilePackage(const AotOptions &o, const AotProgress &progress) {
   summary.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   meta["compile_seconds"] = summary.seconds;
   sections.insert(sections.begin(), {{"meta.json", meta.dump(2)}, {"module.pt", module.str(), o.compress}});
-  std::optional<SigningKey> key;
-  if (!o.signingKey.empty()) {
-    try {
-      key = parseSecretKey(o.signingKey);
-    } catch (const std::invalid_argument &e) {
-      throw AotError(Kind::Usage, std::string("the signing key does not parse: ") + e.what());
-    }
-  }
   std::string bytes = encodePackage(sections, key ? &*key : nullptr);
   if (!writeFileAtomic(o.output, bytes))
     throw AotError(Kind::Io, "cannot write " + o.output);

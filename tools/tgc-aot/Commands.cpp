@@ -165,15 +165,10 @@ std::string humanBytes(uint64_t b) {
 } // namespace
 
 int compileCommand(AotOptions options, const std::vector<std::string> &inputs, bool quiet) {
-  if (!options.signingKey.empty()) { // a path until here
+  if (!options.signingKey.empty()) { // a path until here; compilePackage parses the key first
     std::string text;
     if (!readKeyFile(options.signingKey, text))
       return kExitUsage;
-    try {
-      parseSecretKey(text);
-    } catch (const std::invalid_argument &e) {
-      return fail(kExitUsage, options.signingKey + ": " + e.what());
-    }
     options.signingKey = text;
   }
   try {

@@ -1,7 +1,7 @@
 //===- Zoo.cpp - tgc-zoo: public models, eager vs tgc::compile ------------===//
 //
 //   tgc-zoo --dir DIR [--model NAME ...] [--rounds N] [--check] [--json] [--threads N]
-//           [--dtype f32|bf16]
+//           [--dtype f32|bf16] [--mode default|max-autotune]
 //
 // Loads each model tests/zoo/make_zoo.py traced into DIR (NAME.pt and its
 // input specs NAME.json) twice, runs one copy eagerly and one through
@@ -19,6 +19,10 @@
 // buffers and inputs converted); the errors are then against the f32 eager
 // run of the same inputs, for eager's bf16 run and tgc's, and --check wants
 // tgc's within twice eager's (plus 1% of the output's scale).
+//
+// --mode max-autotune compiles with tgc::Mode::MaxAutotune (the first call
+// then includes the tuning; "tuned" counts the candidates benchmarked, 0
+// when every choice came from the cache).
 //
 //===----------------------------------------------------------------------===//
 #include <tgc/Package.h>
@@ -59,6 +63,7 @@ struct Result {
   std::string error;
   int64_t graphs = 0, breaksPerCall = 0, kernelsPerCall = 0, externsPerCall = 0, boxedPerCall = 0;
   int64_t capturesAfterWarmup = 0, fallbacks = 0;
+  int64_t tuned = 0; ///< candidates max-autotune benchmarked in the first call
   double maxError = 0, scale = 0;
   double eagerError = 0; ///< bf16: eager's bf16 run against its f32 run
   double firstCallMs = 0, eagerMs = 0, tgcMs = 0;
@@ -108,7 +113,8 @@ std::vector<at::Tensor> inDtype(const std::vector<at::Tensor> &in, at::ScalarTyp
   return out;
 }
 
-Result runModel(const std::string &dir, const std::string &name, int rounds, at::ScalarType dtype) {
+Result runModel(const std::string &dir, const std::string &name, int rounds, at::ScalarType dtype,
+                tgc::Mode mode) {
   Result r;
   r.name = name;
   json meta;
@@ -137,7 +143,9 @@ Result runModel(const std::string &dir, const std::string &name, int rounds, at:
   torch::jit::Module toCompile = torch::jit::load(own ? traced16 : dir + "/" + name + ".pt");
   if (reduced && !own)
     floatingTo(toCompile, dtype);
-  auto compiled = tgc::compile(toCompile);
+  tgc::Options options;
+  options.mode = mode;
+  auto compiled = tgc::compile(toCompile, options);
   at::NoGradGuard noGrad;
   std::vector<at::Tensor> in32 = tgc::randomInputs(specs, 7);
   std::vector<at::Tensor> in = inDtype(in32, dtype);
@@ -159,6 +167,7 @@ Result runModel(const std::string &dir, const std::string &name, int rounds, at:
   std::vector<at::Tensor> got = tgc::flattenOutputs(
       compiled->forward(std::vector<c10::IValue>(in.begin(), in.end())));
   r.firstCallMs = msSince(start);
+  r.tuned = tgc::stats().autotune_benchmarks;
   check(got, in32, in);
   r.graphs = tgc::stats().graphs_compiled;
   // Warm-up on fresh inputs of the same properties, then one counted call.
@@ -213,6 +222,7 @@ int main(int argc, char **argv) {
   bool check = false, asJson = false;
   double tolerance = 1e-4; // of the output's scale, f32 through deep models
   at::ScalarType dtype = at::kFloat;
+  tgc::Mode mode = tgc::Mode::Default;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     auto value = [&]() -> std::string {
@@ -244,9 +254,18 @@ int main(int argc, char **argv) {
         std::fprintf(stderr, "tgc-zoo: --dtype f32 or bf16, not %s\n", d.c_str());
         return 2;
       }
+    } else if (a == "--mode") {
+      std::string m = value();
+      if (m == "max-autotune")
+        mode = tgc::Mode::MaxAutotune;
+      else if (m != "default") {
+        std::fprintf(stderr, "tgc-zoo: --mode default or max-autotune, not %s\n", m.c_str());
+        return 2;
+      }
     } else {
       std::fprintf(stderr, "usage: tgc-zoo --dir DIR [--model NAME ...] [--rounds N] [--check] "
-                           "[--json] [--tolerance T] [--threads N] [--dtype f32|bf16]\n");
+                           "[--json] [--tolerance T] [--threads N] [--dtype f32|bf16] "
+                           "[--mode default|max-autotune]\n");
       return 2;
     }
   }
@@ -267,7 +286,7 @@ int main(int argc, char **argv) {
   for (const std::string &name : models) {
     Result r;
     try {
-      r = runModel(dir, name, rounds, dtype);
+      r = runModel(dir, name, rounds, dtype, mode);
     } catch (const std::exception &e) {
       r.name = name;
       r.error = e.what();
@@ -298,6 +317,7 @@ int main(int argc, char **argv) {
              {"max_error", r.maxError},
              {"scale", r.scale},
              {"first_call_ms", r.firstCallMs},
+             {"autotune_benchmarks", r.tuned},
              {"dtype", reduced ? "bf16" : "f32"},
              {"eager_error", r.eagerError},
              {"eager_ms", r.eagerMs},

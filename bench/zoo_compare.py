@@ -13,7 +13,7 @@ Inductor's over eager PyTorch, and geometric means.
 
 Usage: .venv/bin/python bench/zoo_compare.py [--zoo DIR] [--only NAME ...]
            [--rounds N] [--threads N] [--inductor default,freezing | --no-inductor]
-           [--dtype f32|bf16]
+           [--dtype f32|bf16] [--tgc-mode default,max-autotune]
 
 --dtype bf16 runs every model in bfloat16 (tgc-zoo --dtype bf16: the bf16
 trace make_zoo.py writes; Inductor: the Python model and its floating inputs
@@ -50,10 +50,11 @@ sys.path.insert(0, os.path.join(HERE, "..", "tests", "zoo"))
 import make_zoo  # noqa: E402
 
 
-def tgc_row(binary, zoo, name, rounds, threads, dtype):
+def tgc_row(binary, zoo, name, rounds, threads, dtype, mode="default"):
     start = time.time()
     p = subprocess.run([binary, "--dir", zoo, "--model", name, "--rounds", str(rounds), "--json",
-                        "--threads", str(threads), "--dtype", dtype], capture_output=True, text=True)
+                        "--threads", str(threads), "--dtype", dtype, "--mode", mode],
+                       capture_output=True, text=True)
     rows = [json.loads(l) for l in p.stdout.splitlines() if l.startswith("{")]
     if p.returncode != 0 or not rows:
         why = f"exit {p.returncode}" if p.returncode >= 0 else f"signal {-p.returncode}"
@@ -113,7 +114,12 @@ def main():
     ap.add_argument("--freezing", action="store_true", help="same as --inductor freezing")
     ap.add_argument("--threads", type=int, default=os.cpu_count() or 1)
     ap.add_argument("--dtype", default="f32", choices=["f32", "bf16"])
+    ap.add_argument("--tgc-mode", default="default",
+                    help="default, max-autotune, or default,max-autotune: both, and the "
+                         "speedup of max-autotune over default (\"mat/tgc\"); the columns after "
+                         "it are the last mode's")
     a = ap.parse_args()
+    tgc_modes = [m for m in a.tgc_mode.split(",") if m]
     torch.set_num_threads(a.threads)
     modes = [] if a.no_inductor else ["freezing"] if a.freezing else \
         [m for m in a.inductor.split(",") if m]
@@ -126,6 +132,8 @@ def main():
     bf16 = a.dtype == "bf16"
     head = (f"{'model':20} {'graphs':>6} {'breaks':>6} {'kernels':>7} {'externs':>7} {'recap':>5} "
             f"{'max err':>9}" + (f" {'eager err':>9}" if bf16 else "") + f" {'1st s':>6} {'tgc/eager':>9}")
+    if len(tgc_modes) > 1:
+        head += f" {'mat/eager':>9} {'mat/tgc':>8} {'tuned':>6}"
     for m in modes:
         head += f" {labels[m]:>9}"
     if modes:
@@ -136,8 +144,10 @@ def main():
     tgc_speed, crashes, mismatches = [], 0, 0
     ind_speed = {m: [] for m in modes}
     versus, by_time = [], []
+    mat_speed, mat_over = [], []
     for name in names:
-        r = tgc_row(a.bench, a.zoo, name, a.rounds, a.threads, a.dtype)
+        rows = [tgc_row(a.bench, a.zoo, name, a.rounds, a.threads, a.dtype, m) for m in tgc_modes]
+        r = rows[0]
         ind, ind_ms, py_ts = {}, {}, {}
         for m in modes:
             try:
@@ -160,7 +170,21 @@ def main():
         line = (f"{name:20} {r['graphs']:6} {r['breaks_per_call']:6} {r['kernels_per_call']:7} "
                 f"{r['externs_per_call']:7} {r['captures_after_warmup']:5} {rel:9.1e} "
                 + (f"{eager_rel:9.1e} " if bf16 else "") +
-                f"{r['first_call_ms'] / 1000:6.1f} {speed:8.2f}x{ind_text}")
+                f"{r['first_call_ms'] / 1000:6.1f} {speed:8.2f}x")
+        if len(rows) > 1:
+            last = rows[-1]
+            if last.get("ok"):
+                mat = last["eager_ms"] / last["tgc_ms"]
+                mat_speed.append(mat)
+                mat_over.append(mat / speed)
+                line += f" {mat:8.2f}x {mat / speed:7.2f}x {last.get('autotune_benchmarks', 0):6}"
+                mismatches += last["max_error"] / max(1.0, last["scale"]) > \
+                    (2 * eager_rel + 0.01 if bf16 else 1e-4)
+                r, speed = last, mat
+            else:
+                crashes += 1
+                line += f" {last.get('error', 'failed')[:30]:>30}"
+        line += ind_text
         if modes and ind[modes[-1]] == ind[modes[-1]] and ind[modes[-1]] > 0:
             versus.append(speed / ind[modes[-1]])
             by_time.append(ind_ms[modes[-1]] / r["tgc_ms"])
@@ -169,6 +193,8 @@ def main():
         print(line)
     tail = (f"{'geomean':20} {'':6} {'':6} {'':7} {'':7} {'':5} {'':9} "
             + (f"{'':9} " if bf16 else "") + f"{'':6} {geomean(tgc_speed):8.2f}x")
+    if len(tgc_modes) > 1:
+        tail += f" {geomean(mat_speed):8.2f}x {geomean(mat_over):7.2f}x {'':6}"
     for m in modes:
         tail += f" {geomean(ind_speed[m]):8.2f}x"
     if modes:

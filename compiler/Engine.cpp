@@ -76,7 +76,7 @@ struct ModeInfo {
 constexpr ModeInfo kModes[] = {
     {Mode::Default, "default", nullptr},
     {Mode::ReduceOverhead, "reduce-overhead", "CUDA graphs are not implemented yet"},
-    {Mode::MaxAutotune, "max-autotune", "autotuning is not implemented yet (issue 18)"},
+    {Mode::MaxAutotune, "max-autotune", nullptr},
 };
 
 const ModeInfo &modeInfo(Mode mode) {
@@ -279,7 +279,10 @@ detail::Engine::Impl::capture(const std::vector<at::Tensor> &inputs,
   Frozen frozen;
   if (options.freeze && !needsTraining(all)) {
     std::string why;
-    if (freezeSegment(*seg, inputs.size(), entry.exe.lifted, entry.exe.guards, frozen, why)) {
+    FreezeOptions fo;
+    fo.autotune = options.mode == Mode::MaxAutotune;
+    fo.cache = config.cache;
+    if (freezeSegment(*seg, inputs.size(), entry.exe.lifted, entry.exe.guards, frozen, why, fo)) {
       counters().frozenGraphs++;
       counters().foldedOps += frozen.foldedOps + frozen.foldedBatchNorms;
       counters().onednnConvolutions += frozen.fusedConvolutions;

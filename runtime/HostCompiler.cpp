@@ -121,12 +121,39 @@ std::shared_ptr<SharedObject> SharedObject::openBytes(const std::string &bytes,
   return so;
 }
 
+const std::string &hostCpuId() {
+  static const std::string id = [] {
+    std::string text;
+    if (!readFile("/proc/cpuinfo", text))
+      return std::string("unknown-cpu");
+    // The first processor's lines are everyone's here.
+    auto field = [&](const std::string &name) {
+      size_t at = text.find("\n" + name);
+      if (at == std::string::npos)
+        at = text.rfind(name, 0) == 0 ? 0 : std::string::npos;
+      if (at == std::string::npos)
+        return std::string();
+      size_t colon = text.find(':', at), end = text.find('\n', at + 1);
+      if (colon == std::string::npos || colon > end)
+        return std::string();
+      size_t from = text.find_first_not_of(' ', colon + 1);
+      return from < end ? text.substr(from, end - from) : std::string();
+    };
+    std::string model = field("model name");
+    std::string flags = field("flags");
+    if (model.empty())
+      model = "unknown-cpu";
+    return model + " flags:" + contentHash(flags);
+  }();
+  return id;
+}
+
 KeyInputs hostKernelKey(const std::string &source) {
   KeyInputs k = baseKeyInputs();
   k.content = source;
   k.toolchain = hostCompilerCommand() + " " + hostCompilerFlags() + " " + hostLinkFlags() +
                 " " + hostCompilerVersion();
-  k.arch = "host-native";
+  k.arch = "host-native " + hostCpuId();
   return k;
 }
 

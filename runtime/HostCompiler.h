@@ -39,6 +39,13 @@ std::string hostCompilerFlags();
 std::string hostLinkFlags();
 /// `<compiler> --version`, first line; cached.
 const std::string &hostCompilerVersion();
+/// This machine's CPU as code built with -march=native depends on it: its
+/// model name and a hash of its feature flags (/proc/cpuinfo), e.g.
+/// "Intel(R) Xeon(R) Platinum 8481C CPU @ 2.70GHz flags:3f1c...". Part of
+/// every CPU kernel's and autotune result's key, so a cache directory moved
+/// to another CPU is a miss rather than an illegal instruction or a stale
+/// timing. "unknown-cpu" when /proc/cpuinfo cannot be read.
+const std::string &hostCpuId();
 
 /// The bytes of `source`'s shared object: from the kernel layer of the cache
 /// (unless `useCache` is false), else compiled and stored there. On a

@@ -1,15 +1,30 @@
 //===- Freeze.cpp - weights as constants of an inference graph ------------===//
 #include "compiler/freeze/Freeze.h"
 
+#include "compiler/autotune/Autotune.h"
+
 #include "compiler/ops/OpRegistry.h"
+#include "runtime/ArtifactCache.h"
 #include "runtime/Executor.h"
 #include "runtime/Log.h"
 
 #include <ATen/Context.h>
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/core/grad_mode.h>
+#include <ATen/CPUGeneratorImpl.h>
 #include <ATen/TensorOperators.h>
+#include <ATen/ops/addmm.h>
+#include <ATen/ops/convolution.h>
+#include <ATen/ops/gelu.h>
+#include <ATen/ops/hardsigmoid.h>
+#include <ATen/ops/hardswish.h>
+#include <ATen/ops/mm.h>
+#include <ATen/ops/randn.h>
+#include <ATen/ops/relu.h>
 #include <ATen/ops/rsqrt.h>
+#include <ATen/ops/sigmoid.h>
+#include <ATen/ops/silu.h>
+#include <ATen/ops/tanh.h>
 #include <ATen/ops/zeros_like.h>
 
 #include <algorithm>
@@ -83,8 +98,8 @@ bool oneDnnHasBFloat16() {
 class Freezer {
 public:
   Freezer(const Segment &seg, size_t userInputs, const std::vector<at::Tensor> &lifted,
-          size_t guards)
-      : guards_(guards), seg_(seg), userInputs_(userInputs), lifted_(lifted), known_(seg.values.size()),
+          size_t guards, autotune::Session *session)
+      : session_(session), guards_(guards), seg_(seg), userInputs_(userInputs), lifted_(lifted), known_(seg.values.size()),
         roots_(seg.values.size()) {}
 
   bool run(Frozen &out, std::string &why) {
@@ -274,6 +289,99 @@ private:
     return id;
   }
 
+  /// What oneDNN fuses into a convolution (or linear layer) writing `y`:
+  /// the activation reading it, else a residual add (with a relu after it).
+  struct Epilogue {
+    int act = -1;              ///< the activation node fused
+    std::string attr = "none"; ///< its name in oneDNN's terms
+    std::string algorithm;     ///< gelu's
+    int add = -1, other = -1;  ///< the residual add and its other operand
+    int relu = -1;             ///< a relu after the add
+    std::string text() const {
+      std::string t = other >= 0 ? "add" : attr;
+      if (!algorithm.empty())
+        t += "(" + algorithm + ")";
+      return relu >= 0 ? t + "+relu" : t;
+    }
+  };
+
+  Epilogue epilogueOf(size_t index, int y, bool residual) const {
+    Epilogue e;
+    int r = soleReader(y);
+    if (activationOf(r, y, e.attr, e.algorithm)) {
+      e.act = r;
+      return e;
+    }
+    e.attr = "none";
+    e.algorithm.clear();
+    if (!residual || r < 0)
+      return e;
+    int other = residualOf(nodes_[r], y);
+    for (int k = (int)index + 1; k < r && other >= 0; ++k)
+      if (!deleted_.count(k) && nodes_[k].mutates)
+        other = -1; // the convolution moves to the add: nothing may write in between
+    if (other < 0)
+      return e;
+    e.add = r;
+    e.other = other;
+    int z = nodes_[r].outputs[0];
+    int r2 = soleReader(z);
+    if (r2 >= 0 && (nodes_[r2].op == "aten::relu" || nodes_[r2].op == "aten::relu_") &&
+        nodes_[r2].args[0].tensors[0] == z)
+      e.relu = r2;
+    return e;
+  }
+
+  /// A tensor of `s`'s shape and dtype with random values (a generator of
+  /// its own: the user's random state is left alone), channels-last when
+  /// `channelsLast` and 4-d.
+  static at::Tensor randomLike(const TensorSpec &s, bool channelsLast, uint64_t seed) {
+    at::Generator g = at::make_generator<at::CPUGeneratorImpl>(seed);
+    at::Tensor t = at::randn(s.sizes, g, at::TensorOptions().dtype(at::kFloat));
+    if (channelsLast && s.sizes.size() == 4)
+      t = t.contiguous(at::MemoryFormat::ChannelsLast);
+    return t.to(toScalarType(s.dtype));
+  }
+
+  /// `y` with the epilogue `e` applied by ATen (what tgc's kernel after a
+  /// plain call computes), `other` the residual operand.
+  static at::Tensor applyEpilogue(at::Tensor y, const Epilogue &e, const at::Tensor &other) {
+    if (e.other >= 0) {
+      y.add_(other);
+      if (e.relu >= 0)
+        y.relu_();
+      return y;
+    }
+    if (e.attr == "relu")
+      return y.relu_();
+    if (e.attr == "sigmoid")
+      return y.sigmoid_();
+    if (e.attr == "tanh")
+      return y.tanh_();
+    if (e.attr == "hardswish")
+      return at::hardswish_(y);
+    if (e.attr == "hardsigmoid")
+      return at::hardsigmoid_(y);
+    if (e.attr == "swish")
+      return at::silu_(y);
+    if (e.attr == "gelu")
+      return at::gelu_(y, e.algorithm.empty() ? "none" : e.algorithm);
+    return y;
+  }
+
+  /// The value `v` reaches the graph from outside (a user input or a
+  /// lifted tensor): its recorded layout, not the one freezing prefers.
+  bool fromOutside(int v) const {
+    return std::find(seg_.inputs.begin(), seg_.inputs.end(), v) != seg_.inputs.end();
+  }
+
+  static std::string shapeText(const std::vector<int64_t> &sizes) {
+    std::string t = "[";
+    for (size_t i = 0; i < sizes.size(); ++i)
+      t += (i ? "," : "") + std::to_string(sizes[i]);
+    return t + "]";
+  }
+
   void rewriteConvolution(size_t index) {
     SegmentNode &conv = nodes_[index];
     at::Tensor weight = known_[conv.args[1].tensors[0]];
@@ -300,67 +408,109 @@ private:
       y = conv.outputs[0];
       out_.foldedBatchNorms++;
     }
-    if (smallPointwise(conv, weight, stride, padding, dilation, groups)) {
+    std::optional<c10::OperatorHandle> fused = findOp("mkldnn::_convolution_pointwise", "");
+    std::optional<c10::OperatorHandle> fusedBinary =
+        findOp("mkldnn::_convolution_pointwise", "binary");
+    std::optional<c10::OperatorHandle> reorder = findOp("mkldnn::_reorder_convolution_weight", "");
+    const bool oneDnn = fused && fusedBinary && reorder && at::globalContext().userEnabledMkldnn();
+    const TensorSpec &xs = seg_.values[conv.args[0].tensors[0]];
+    const Epilogue e = epilogueOf(index, y, true);
+    // The default mode's choice; max-autotune measures.
+    std::string choice = !oneDnn ? "weights"
+                         : smallPointwise(conv, weight, stride, padding, dilation, groups)
+                             ? "aten"
+                             : "onednn";
+    if (session_ && oneDnn) {
+      const bool cl = !fromOutside(conv.args[0].tensors[0]);
+      const std::string problem =
+          "conv2d x" + shapeText(xs.sizes) + dtypeName(xs.dtype) + (cl ? " nhwc" : " nchw") +
+          " w" + shapeText(weight.sizes().vec()) + (bias ? " bias" : "") + " s" +
+          shapeText(stride) + " p" + shapeText(padding) + " d" + shapeText(dilation) + " g" +
+          std::to_string(groups) + " epilogue " + e.text();
+      auto make = [&, cl] {
+        at::Tensor x = randomLike(xs, cl, 1);
+        at::Tensor other = e.other >= 0 ? randomLike(seg_.values[e.other], cl, 2) : at::Tensor();
+        std::vector<autotune::Candidate> cs;
+        cs.push_back({"aten", [=] {
+                        at::Tensor out = at::convolution(x, weight, bias, stride, padding, dilation,
+                                                         false, {0, 0}, groups);
+                        return applyEpilogue(out, e, other);
+                      }});
+        at::Tensor packed;
+        std::vector<c10::IValue> stack{weight, padding, stride, dilation, groups, xs.sizes};
+        reorder->callBoxed(&stack);
+        packed = stack.at(0).toTensor();
+        cs.push_back({"onednn", [=] {
+                        std::vector<c10::IValue> s;
+                        if (e.other >= 0) {
+                          s = {x, other, packed, bias, padding, stride, dilation, groups,
+                               std::string("add"), c10::IValue(),
+                               e.relu >= 0 ? c10::IValue(std::string("relu")) : c10::IValue(),
+                               c10::List<std::optional<c10::Scalar>>(), c10::IValue()};
+                          fusedBinary->callBoxed(&s);
+                        } else {
+                          s = {x, packed, bias, padding, stride, dilation, groups, e.attr,
+                               c10::List<std::optional<c10::Scalar>>(),
+                               e.algorithm.empty() ? c10::IValue() : c10::IValue(e.algorithm)};
+                          fused->callBoxed(&s);
+                        }
+                        return s.at(0).toTensor();
+                      }});
+        return cs;
+      };
+      const std::string what = "conv " + shapeText(weight.sizes().vec()) + " on " +
+                               shapeText(xs.sizes) + " " + dtypeName(xs.dtype) + " +" + e.text();
+      choice = session_->choose(problem, what, make, choice);
+      if (choice != "aten" && choice != "onednn") {
+        log("autotune", what + ": no candidate '" + choice + "' here; using the default choice");
+        choice = smallPointwise(conv, weight, stride, padding, dilation, groups) ? "aten" : "onednn";
+      }
+    }
+    if (choice == "weights") {
+      setWeights(conv, weight, bias, from);
+      return;
+    }
+    if (choice == "aten") {
       keepAtenConvolution(conv, weight, bias, from);
       return;
     }
-    std::optional<c10::OperatorHandle> fused = findOp("mkldnn::_convolution_pointwise", "");
-    std::optional<c10::OperatorHandle> reorder = findOp("mkldnn::_reorder_convolution_weight", "");
-    if (!fused || !reorder || !at::globalContext().userEnabledMkldnn()) {
-      setWeights(conv, weight, bias, from);
-      return;
-    }
-    // The activation after it, as oneDNN's post-op.
-    std::string attr = "none", algorithm;
-    r = soleReader(y);
-    if (activationOf(r, y, attr, algorithm)) {
-      conv.outputs[0] = nodes_[r].outputs[0];
-      deleted_.insert(r);
-      out_.fusedActivations++;
-    }
-    // Else a residual add (writing the convolution's result, or a new
-    // tensor) of a same-shaped tensor, with a relu after it: oneDNN's
-    // binary post-op.
-    int other = -1;
-    std::string unary;
-    if (attr == "none" && r >= 0) {
-      other = residualOf(nodes_[r], y);
-      for (int k = (int)index + 1; k < r && other >= 0; ++k)
-        if (!deleted_.count(k) && nodes_[k].mutates)
-          other = -1; // the convolution moves to the add: nothing may write in between
-    }
-    if (other >= 0) {
-      deleted_.insert(r);
-      conv.outputs[0] = nodes_[r].outputs[0];
-      int r2 = soleReader(conv.outputs[0]);
-      if (r2 >= 0 && (nodes_[r2].op == "aten::relu" || nodes_[r2].op == "aten::relu_") &&
-          nodes_[r2].args[0].tensors[0] == conv.outputs[0]) {
-        unary = "relu";
-        conv.outputs[0] = nodes_[r2].outputs[0];
-        deleted_.insert(r2);
-        out_.fusedActivations++;
-      }
-      out_.fusedResiduals++;
-    }
     at::Tensor packed;
     try {
-      const TensorSpec &xs = seg_.values[conv.args[0].tensors[0]];
       std::vector<c10::IValue> stack{weight, padding, stride, dilation, groups, xs.sizes};
       reorder->callBoxed(&stack);
       packed = stack.at(0).toTensor();
-    } catch (const std::exception &e) {
-      log("freeze", std::string("oneDNN does not take this convolution's weight: ") + e.what());
+    } catch (const std::exception &ex) {
+      log("freeze", std::string("oneDNN does not take this convolution's weight: ") + ex.what());
       setWeights(conv, weight, bias, from);
       return;
+    }
+    // The activation after it as oneDNN's post-op, or else a residual add
+    // (writing the convolution's result, or a new tensor) of a same-shaped
+    // tensor, with a relu after it: oneDNN's binary post-op.
+    r = e.add >= 0 ? e.add : -1;
+    if (e.act >= 0) {
+      conv.outputs[0] = nodes_[e.act].outputs[0];
+      deleted_.insert(e.act);
+      out_.fusedActivations++;
+    }
+    if (e.add >= 0) {
+      deleted_.insert(e.add);
+      conv.outputs[0] = nodes_[e.add].outputs[0];
+      if (e.relu >= 0) {
+        conv.outputs[0] = nodes_[e.relu].outputs[0];
+        deleted_.insert(e.relu);
+        out_.fusedActivations++;
+      }
+      out_.fusedResiduals++;
     }
     SegmentNode call;
     call.op = "mkldnn::_convolution_pointwise";
     ArgValue w = ArgValue::ofTensor(addConstant(packed, from));
     ArgValue b = bias ? ArgValue::ofTensor(addConstant(*bias, from)) : ArgValue();
-    if (other >= 0) {
+    if (e.other >= 0) {
       call.overload = "binary";
       call.args = {conv.args[0],
-                   ArgValue::ofTensor(other),
+                   ArgValue::ofTensor(e.other),
                    w,
                    b,
                    ArgValue::ofInts(padding),
@@ -369,7 +519,7 @@ private:
                    conv.args[8],
                    ArgValue::ofString("add"),
                    ArgValue(),
-                   unary.empty() ? ArgValue() : ArgValue::ofString(unary),
+                   e.relu < 0 ? ArgValue() : ArgValue::ofString("relu"),
                    ArgValue::ofInts({}),
                    ArgValue()};
     } else {
@@ -380,12 +530,12 @@ private:
                    ArgValue::ofInts(stride),
                    ArgValue::ofInts(dilation),
                    conv.args[8],
-                   ArgValue::ofString(attr),
+                   ArgValue::ofString(e.attr),
                    ArgValue::ofInts({}),
-                   algorithm.empty() ? ArgValue() : ArgValue::ofString(algorithm)};
+                   e.algorithm.empty() ? ArgValue() : ArgValue::ofString(e.algorithm)};
     }
     call.outputs = conv.outputs;
-    if (other >= 0) {
+    if (e.other >= 0) {
       // At the add's place: the other operand may be computed after the
       // convolution (a downsample branch), and nothing in between reads
       // the convolution's result.
@@ -434,7 +584,8 @@ private:
   }
 
   /// `conv` as aten::convolution (a typed call in the executor) with the
-  /// folded weight and bias; what reads it stays as it is.
+  /// folded weight and bias and its own stride, padding, dilation and
+  /// groups; what reads it stays as it is.
   void keepAtenConvolution(SegmentNode &conv, const at::Tensor &weight,
                            const std::optional<at::Tensor> &bias, const std::vector<int> &from) {
     setWeights(conv, weight, bias, from);
@@ -443,12 +594,12 @@ private:
     call.args = {conv.args[0],
                  conv.args[1],
                  conv.args[2],
-                 ArgValue::ofInts({1, 1}),
-                 ArgValue::ofInts({0, 0}),
-                 ArgValue::ofInts({1, 1}),
+                 conv.args[3],
+                 conv.args[4],
+                 conv.args[5],
                  ArgValue::ofBool(false),
                  ArgValue::ofInts({0, 0}),
-                 ArgValue::ofInt(1)};
+                 conv.args[8]};
     call.outputs = conv.outputs;
     conv = std::move(call);
     out_.atenConvolutions++;
@@ -507,15 +658,20 @@ private:
           bias.scalar_type() != weight.scalar_type())
         return false;
     }
-    // f32: MKL's packed sgemm (with the bias in the call) from 1.5M
-    // multiply-adds per layer: DeiT-tiny 11% and Mixer-S 16% faster per
-    // call of the model; below that, in BERT's 32x128x128 layers, it was 5%
-    // slower in the model (addmm writes into the arena and its bias joins
-    // the next kernel) though faster alone (bench/Linear.cpp).
-    if (xs.dtype == DType::Float32)
-      return mklLinear() && xs.sizes[0] * weight.size(0) * weight.size(1) >= kPackedSgemmMacs;
-    return xs.dtype == DType::BFloat16 && oneDnnHasBFloat16() &&
-           at::globalContext().userEnabledMkldnn();
+    return xs.dtype == DType::Float32 || xs.dtype == DType::BFloat16;
+  }
+
+  /// The default mode's implementation of a linear layer: for f32, MKL's
+  /// packed sgemm (with the bias in the call) from 1.5M multiply-adds per
+  /// layer (DeiT-tiny 11% and Mixer-S 16% faster per call of the model;
+  /// below that, in BERT's 32x128x128 layers, it was 5% slower in the model:
+  /// addmm writes into the arena and its bias joins the next kernel, though
+  /// faster alone, bench/Linear.cpp), else addmm as traced; for bf16,
+  /// oneDNN with its activation fused.
+  std::string defaultLinearChoice(int64_t m, const at::Tensor &weight) const {
+    if (weight.scalar_type() == at::kFloat)
+      return mklLinear() && m * weight.size(0) * weight.size(1) >= kPackedSgemmMacs ? "mkl" : "aten";
+    return oneDnnLinear() && oneDnnHasBFloat16() ? "onednn" : "aten";
   }
 
   /// The multiply-adds from which f32 linear layers use MKL's packed GEMM.
@@ -528,16 +684,39 @@ private:
     return has;
   }
 
-  /// The linear layer at `index` as a packed library GEMM: MKL's packed
-  /// sgemm for f32 (what the measurement in bench/Linear.cpp picked over
-  /// addmm and oneDNN), oneDNN with its activation fused for bf16.
+  /// Whether oneDNN's linear (mkldnn::_linear_pointwise) is there and on.
+  static bool oneDnnLinear() {
+    static const bool has = findOp("mkldnn::_linear_pointwise", "").has_value() &&
+                            findOp("mkldnn::_reorder_linear_weight", "").has_value();
+    return has && at::globalContext().userEnabledMkldnn();
+  }
+
+  /// `weight` ([n, k]) packed for `lib` ("mkl" or "onednn") at `m` rows.
+  static at::Tensor packLinear(const std::string &lib, const at::Tensor &weight, int64_t m) {
+    std::vector<c10::IValue> stack;
+    if (lib == "mkl") {
+      stack = {weight, m};
+      findOp("mkl::_mkl_reorder_linear_weight", "")->callBoxed(&stack);
+    } else {
+      stack = {weight, c10::IValue(m)};
+      findOp("mkldnn::_reorder_linear_weight", "")->callBoxed(&stack);
+    }
+    return stack.at(0).toTensor();
+  }
+
+  /// The linear layer at `index` as a packed library GEMM, by default as
+  /// defaultLinearChoice says; under max-autotune the fastest of addmm,
+  /// MKL's packed sgemm (f32) and oneDNN with the activation fused, each
+  /// with what follows it.
   void rewriteLinear(size_t index) {
     SegmentNode &lin = nodes_[index];
     const bool addmm = lin.op == "aten::addmm";
     const int xa = addmm ? 1 : 0;
     const int wId = lin.args[xa + 1].tensors[0];
-    const at::Tensor weight = known_[wId].t().contiguous(); // [n, k], as nn.Linear holds it
-    const int64_t m = seg_.values[lin.args[xa].tensors[0]].sizes[0];
+    const at::Tensor traced = known_[wId];                 // [k, n], as the graph reads it
+    const at::Tensor weight = traced.t().contiguous();     // [n, k], as nn.Linear holds it
+    const TensorSpec &xs = seg_.values[lin.args[xa].tensors[0]];
+    const int64_t m = xs.sizes[0];
     std::vector<int> from = {wId};
     std::optional<at::Tensor> bias;
     if (addmm) {
@@ -545,44 +724,82 @@ private:
       bias = known_[lin.args[0].tensors[0]].reshape({-1}).contiguous();
     }
     const bool f32 = weight.scalar_type() == at::kFloat;
+    std::string choice = defaultLinearChoice(m, weight);
+    Epilogue e = epilogueOf(index, lin.outputs[0], false);
+    if (session_) {
+      const std::string problem = "linear x" + shapeText(xs.sizes) + dtypeName(xs.dtype) + " w" +
+                                  shapeText(weight.sizes().vec()) + (bias ? " bias" : "") +
+                                  " epilogue " + e.text();
+      const std::string what = "linear " + std::to_string(m) + "x" +
+                               std::to_string(weight.size(1)) + "x" +
+                               std::to_string(weight.size(0)) + " " + dtypeName(xs.dtype) + " +" +
+                               e.text();
+      auto make = [&] {
+        at::Tensor x = randomLike(xs, false, 1);
+        std::vector<autotune::Candidate> cs;
+        at::Tensor b = bias ? *bias : at::Tensor();
+        cs.push_back({"aten", [=] {
+                        at::Tensor out = b.defined() ? at::addmm(b, x, traced) : at::mm(x, traced);
+                        return applyEpilogue(out, e, at::Tensor());
+                      }});
+        if (f32 && mklLinear()) {
+          at::Tensor packed = packLinear("mkl", weight, m);
+          cs.push_back({"mkl", [=] {
+                          std::vector<c10::IValue> s{x, packed, weight, bias, m};
+                          findOp("mkl::_mkl_linear", "")->callBoxed(&s);
+                          return applyEpilogue(s.at(0).toTensor(), e, at::Tensor());
+                        }});
+        }
+        if (oneDnnLinear() && (f32 || oneDnnHasBFloat16())) {
+          at::Tensor packed = packLinear("onednn", weight, m);
+          cs.push_back({"onednn", [=] {
+                          std::vector<c10::IValue> s{
+                              x, packed, bias, e.attr, c10::List<std::optional<c10::Scalar>>(),
+                              e.algorithm.empty() ? c10::IValue() : c10::IValue(e.algorithm)};
+                          findOp("mkldnn::_linear_pointwise", "")->callBoxed(&s);
+                          return s.at(0).toTensor();
+                        }});
+        }
+        return cs;
+      };
+      const std::string fallback = choice;
+      choice = session_->choose(problem, what, make, fallback);
+      if (!(choice == "aten" || (choice == "mkl" && f32 && mklLinear()) ||
+            (choice == "onednn" && oneDnnLinear() && (f32 || oneDnnHasBFloat16())))) {
+        log("autotune", what + ": no candidate '" + choice + "' here; using the default choice");
+        choice = fallback;
+      }
+    }
+    if (choice == "aten")
+      return; // addmm or mm as traced
     at::Tensor packed;
     try {
-      std::vector<c10::IValue> stack;
-      if (f32) {
-        stack = {weight, m};
-        findOp("mkl::_mkl_reorder_linear_weight", "")->callBoxed(&stack);
-      } else {
-        stack = {weight, c10::IValue(m)};
-        findOp("mkldnn::_reorder_linear_weight", "")->callBoxed(&stack);
-      }
-      packed = stack.at(0).toTensor();
-    } catch (const std::exception &e) {
+      packed = packLinear(choice, weight, m);
+    } catch (const std::exception &ex) {
       log("freeze",
-          std::string("the library does not take this linear layer's weight: ") + e.what());
+          std::string("the library does not take this linear layer's weight: ") + ex.what());
       return;
     }
     SegmentNode call;
     call.outputs = lin.outputs;
     ArgValue b = bias ? ArgValue::ofTensor(addConstant(*bias, from)) : ArgValue();
-    if (f32) {
+    if (choice == "mkl") {
       call.op = "mkl::_mkl_linear";
       call.args = {lin.args[xa], ArgValue::ofTensor(addConstant(packed, from)),
                    ArgValue::ofTensor(addConstant(weight, from)), b, ArgValue::ofInt(m)};
     } else {
-      std::string attr = "none", algorithm;
-      const int r = soleReader(lin.outputs[0]);
-      if (activationOf(r, lin.outputs[0], attr, algorithm)) {
-        call.outputs = nodes_[r].outputs;
-        deleted_.insert(r);
+      if (e.act >= 0) {
+        call.outputs = nodes_[e.act].outputs;
+        deleted_.insert(e.act);
         out_.fusedActivations++;
       }
       call.op = "mkldnn::_linear_pointwise";
       call.args = {lin.args[xa],
                    ArgValue::ofTensor(addConstant(packed, from)),
                    b,
-                   ArgValue::ofString(attr),
+                   ArgValue::ofString(e.attr),
                    ArgValue::ofInts({}),
-                   algorithm.empty() ? ArgValue() : ArgValue::ofString(algorithm)};
+                   e.algorithm.empty() ? ArgValue() : ArgValue::ofString(e.algorithm)};
     }
     lin = std::move(call);
     out_.packedLinears++;
@@ -801,6 +1018,7 @@ private:
       out.sources.push_back(lifted_[i]);
   }
 
+  autotune::Session *session_; ///< set under Mode::MaxAutotune
   size_t guards_;
   Segment seg_;
   size_t userInputs_;
@@ -819,14 +1037,20 @@ private:
 } // namespace
 
 bool freezeSegment(const Segment &seg, size_t userInputs, const std::vector<at::Tensor> &lifted,
-                   size_t guards, Frozen &out, std::string &why) {
+                   size_t guards, Frozen &out, std::string &why, const FreezeOptions &options) {
   if (seg.inputs.size() != userInputs + lifted.size()) {
     why = "the segment's inputs are not the user's and the lifted tensors";
     return false;
   }
-  Freezer f(seg, userInputs, lifted, guards);
+  std::optional<autotune::Session> session;
+  if (options.autotune)
+    session.emplace(options.cache ? *options.cache : ArtifactCache::current());
+  Freezer f(seg, userInputs, lifted, guards, session ? &*session : nullptr);
   if (!f.run(out, why))
     return false;
+  if (session)
+    log("autotune", std::to_string(session->benchmarked()) + " problems benchmarked, " +
+                        std::to_string(session->cached()) + " answered from the cache");
   log("freeze",
       std::to_string(out.constants.size()) + " constants, " + std::to_string(out.foldedOps) +
           " ops folded, " + std::to_string(out.foldedBatchNorms) + " batch norms folded, " +

@@ -8,9 +8,14 @@
 //    are new constants and the op leaves the graph;
 //  - an eval-mode batch norm after a convolution is folded into the
 //    convolution's weight and bias;
-//  - a 2-d convolution (with the activation after it) becomes one oneDNN
-//    call, mkldnn::_convolution_pointwise, with its weight reordered once
-//    into oneDNN's blocked layout (mkldnn::_reorder_convolution_weight).
+//  - a 2-d convolution (with the activation or residual add after it)
+//    becomes one oneDNN call, mkldnn::_convolution_pointwise, with its
+//    weight reordered once into oneDNN's blocked layout
+//    (mkldnn::_reorder_convolution_weight), or stays ATen's (small 1x1);
+//  - a linear layer becomes a GEMM with a prepacked weight (MKL's for
+//    large f32 layers, oneDNN's with the activation fused for bf16);
+//  - under Mode::MaxAutotune those choices are measured instead
+//    (FreezeOptions::autotune).
 // The constants are graph inputs after the user's and the remaining lifted
 // tensors; the Executable keeps them and the tensors they were computed
 // from, whose version counters guard them: an in-place update of a weight
@@ -50,12 +55,25 @@ struct Frozen {
   int packedLinears = 0;     ///< linear layers made packed MKL/oneDNN GEMMs
 };
 
+class ArtifactCache;
+
+struct FreezeOptions {
+  /// Mode::MaxAutotune: each convolution's and linear layer's
+  /// implementation (ATen's call, oneDNN's fused one, MKL's packed GEMM)
+  /// is the fastest measured (compiler/autotune/Autotune.h) instead of the
+  /// default mode's heuristic choice.
+  bool autotune = false;
+  /// Where autotune results persist (nullptr: ArtifactCache::current()).
+  ArtifactCache *cache = nullptr;
+};
+
 /// Freezes `seg` (inputs: `userInputs` of the user's, then `lifted`; its
 /// last `guards` outputs are guards, which may fold to constants).
 /// False, with `why`, when nothing can be frozen (no constant, or a
 /// constant is written by the graph): then the segment stays as it is.
 bool freezeSegment(const Segment &seg, size_t userInputs, const std::vector<at::Tensor> &lifted,
-                   size_t guards, Frozen &out, std::string &why);
+                   size_t guards, Frozen &out, std::string &why,
+                   const FreezeOptions &options = {});
 
 } // namespace tgc
 

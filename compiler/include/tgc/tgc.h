@@ -34,10 +34,18 @@ struct Module;
 
 namespace tgc {
 
-/// How hard to compile. Only Default is implemented: ReduceOverhead (CUDA
-/// graphs) and MaxAutotune (issue 18) warn once per process and compile as
-/// Default. The mode is part of the graph cache key, so graphs compiled in
-/// one mode are never served to another once the modes differ.
+/// How hard to compile. ReduceOverhead (CUDA graphs) is not implemented
+/// yet: it warns once per process and compiles as Default. MaxAutotune
+/// measures instead of guessing where tgc has several implementations of
+/// an op: each frozen convolution and linear layer (with its fused
+/// epilogue) runs as ATen's call, oneDNN's fused one or MKL's packed GEMM,
+/// whichever was fastest on inputs of its real shapes and matched ATen's
+/// result (compiler/autotune/Autotune.h; TGC_LOG=autotune lists every
+/// candidate's time, TGC_AUTOTUNE_BUDGET_S bounds a graph's tuning). The
+/// choices persist in the autotune layer of the cache, so a later process
+/// benchmarks nothing (Stats::autotune_benchmarks). The mode is part of the
+/// graph cache key, so graphs compiled in one mode are never served to
+/// another.
 enum class Mode { Default, ReduceOverhead, MaxAutotune };
 /// Where compiled graphs run. Auto follows the inputs' device; Cpu or Cuda
 /// asks for that device, and a call whose tensors are elsewhere throws

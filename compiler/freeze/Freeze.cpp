@@ -29,6 +29,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <map>
 #include <optional>
 #include <set>
 #include <unordered_set>
@@ -416,10 +417,18 @@ private:
     const TensorSpec &xs = seg_.values[conv.args[0].tensors[0]];
     const Epilogue e = epilogueOf(index, y, true);
     // The default mode's choice; max-autotune measures.
-    std::string choice = !oneDnn ? "weights"
-                         : smallPointwise(conv, weight, stride, padding, dilation, groups)
-                             ? "aten"
-                             : "onednn";
+    const std::string fallback = !oneDnn ? "weights"
+                                 : smallPointwise(conv, weight, stride, padding, dilation, groups)
+                                     ? "aten"
+                                     : "onednn";
+    std::string choice = fallback;
+    // oneDNN's packed weight, from tuning when its candidate was built.
+    at::Tensor packed;
+    auto pack = [&] {
+      std::vector<c10::IValue> stack{weight, padding, stride, dilation, groups, xs.sizes};
+      reorder->callBoxed(&stack);
+      return stack.at(0).toTensor();
+    };
     if (session_ && oneDnn) {
       const bool cl = !fromOutside(conv.args[0].tensors[0]);
       const std::string problem =
@@ -436,10 +445,7 @@ private:
                                                          false, {0, 0}, groups);
                         return applyEpilogue(out, e, other);
                       }});
-        at::Tensor packed;
-        std::vector<c10::IValue> stack{weight, padding, stride, dilation, groups, xs.sizes};
-        reorder->callBoxed(&stack);
-        packed = stack.at(0).toTensor();
+        packed = pack();
         cs.push_back({"onednn", [=] {
                         std::vector<c10::IValue> s;
                         if (e.other >= 0) {
@@ -460,10 +466,10 @@ private:
       };
       const std::string what = "conv " + shapeText(weight.sizes().vec()) + " on " +
                                shapeText(xs.sizes) + " " + dtypeName(xs.dtype) + " +" + e.text();
-      choice = session_->choose(problem, what, make, choice);
+      choice = session_->choose(problem, what, make, fallback);
       if (choice != "aten" && choice != "onednn") {
         log("autotune", what + ": no candidate '" + choice + "' here; using the default choice");
-        choice = smallPointwise(conv, weight, stride, padding, dilation, groups) ? "aten" : "onednn";
+        choice = fallback;
       }
     }
     if (choice == "weights") {
@@ -474,11 +480,9 @@ private:
       keepAtenConvolution(conv, weight, bias, from);
       return;
     }
-    at::Tensor packed;
     try {
-      std::vector<c10::IValue> stack{weight, padding, stride, dilation, groups, xs.sizes};
-      reorder->callBoxed(&stack);
-      packed = stack.at(0).toTensor();
+      if (!packed.defined())
+        packed = pack();
     } catch (const std::exception &ex) {
       log("freeze", std::string("oneDNN does not take this convolution's weight: ") + ex.what());
       setWeights(conv, weight, bias, from);
@@ -487,7 +491,6 @@ private:
     // The activation after it as oneDNN's post-op, or else a residual add
     // (writing the convolution's result, or a new tensor) of a same-shaped
     // tensor, with a relu after it: oneDNN's binary post-op.
-    r = e.add >= 0 ? e.add : -1;
     if (e.act >= 0) {
       conv.outputs[0] = nodes_[e.act].outputs[0];
       deleted_.insert(e.act);
@@ -539,8 +542,8 @@ private:
       // At the add's place: the other operand may be computed after the
       // convolution (a downsample branch), and nothing in between reads
       // the convolution's result.
-      nodes_[r] = std::move(call);
-      deleted_.erase(r);
+      nodes_[e.add] = std::move(call);
+      deleted_.erase(e.add);
       deleted_.insert(index);
     } else {
       conv = std::move(call);
@@ -726,6 +729,7 @@ private:
     const bool f32 = weight.scalar_type() == at::kFloat;
     std::string choice = defaultLinearChoice(m, weight);
     Epilogue e = epilogueOf(index, lin.outputs[0], false);
+    std::map<std::string, at::Tensor> tunedPacked; ///< the weights tuning packed, per library
     if (session_) {
       const std::string problem = "linear x" + shapeText(xs.sizes) + dtypeName(xs.dtype) + " w" +
                                   shapeText(weight.sizes().vec()) + (bias ? " bias" : "") +
@@ -736,6 +740,7 @@ private:
                                e.text();
       auto make = [&] {
         at::Tensor x = randomLike(xs, false, 1);
+        tunedPacked.clear();
         std::vector<autotune::Candidate> cs;
         at::Tensor b = bias ? *bias : at::Tensor();
         cs.push_back({"aten", [=] {
@@ -743,7 +748,7 @@ private:
                         return applyEpilogue(out, e, at::Tensor());
                       }});
         if (f32 && mklLinear()) {
-          at::Tensor packed = packLinear("mkl", weight, m);
+          at::Tensor packed = tunedPacked["mkl"] = packLinear("mkl", weight, m);
           cs.push_back({"mkl", [=] {
                           std::vector<c10::IValue> s{x, packed, weight, bias, m};
                           findOp("mkl::_mkl_linear", "")->callBoxed(&s);
@@ -751,7 +756,7 @@ private:
                         }});
         }
         if (oneDnnLinear() && (f32 || oneDnnHasBFloat16())) {
-          at::Tensor packed = packLinear("onednn", weight, m);
+          at::Tensor packed = tunedPacked["onednn"] = packLinear("onednn", weight, m);
           cs.push_back({"onednn", [=] {
                           std::vector<c10::IValue> s{
                               x, packed, bias, e.attr, c10::List<std::optional<c10::Scalar>>(),
@@ -772,9 +777,10 @@ private:
     }
     if (choice == "aten")
       return; // addmm or mm as traced
-    at::Tensor packed;
+    at::Tensor packed = tunedPacked[choice];
     try {
-      packed = packLinear(choice, weight, m);
+      if (!packed.defined())
+        packed = packLinear(choice, weight, m);
     } catch (const std::exception &ex) {
       log("freeze",
           std::string("the library does not take this linear layer's weight: ") + ex.what());

@@ -17,6 +17,8 @@
 #include <fstream>
 #include <random>
 
+#include <unistd.h>
+
 namespace tgc {
 namespace {
 
@@ -175,7 +177,9 @@ TEST(HostileInput, ClaimedHugeSizesAllocateNothingLikeThem) {
 
 TEST(HostileInput, MutatedCacheEntriesAreMisses) {
   namespace fs = std::filesystem;
-  fs::path dir = fs::path(testing::TempDir()) / "tgc-hostile-entries" / "kernels";
+  // Per process: this file also runs as hostile_input.asan, in parallel under ctest -j.
+  fs::path dir = fs::path(testing::TempDir()) /
+                 ("tgc-hostile-entries-" + std::to_string(::getpid())) / "kernels";
   fs::create_directories(dir);
   const std::string good = ArtifactCache::encode(Layer::Kernel, "k", std::string(5000, 's'));
   const std::string path = (dir / "k.tgc").string();
@@ -194,6 +198,8 @@ TEST(HostileInput, MutatedCacheEntriesAreMisses) {
     }
   }
   EXPECT_LT(accepted, iterations() / 10);
+  std::error_code ec;
+  fs::remove_all(dir.parent_path(), ec);
 }
 
 TEST(HostileInput, MutatedPlansAreParseErrors) {

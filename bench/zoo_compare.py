@@ -115,9 +115,10 @@ def main():
     ap.add_argument("--threads", type=int, default=os.cpu_count() or 1)
     ap.add_argument("--dtype", default="f32", choices=["f32", "bf16"])
     ap.add_argument("--tgc-mode", default="default",
-                    help="default, max-autotune, or default,max-autotune: both, and the "
-                         "speedup of max-autotune over default (\"mat/tgc\"); the columns after "
-                         "it are the last mode's")
+                    help="default, max-autotune, or default,max-autotune: both, the "
+                         "speedup of max-autotune over default (\"mat/tgc\") and over the "
+                         "last Inductor configuration (\"mat/ind\", last column); the other "
+                         "columns are the first mode's")
     a = ap.parse_args()
     tgc_modes = [m for m in a.tgc_mode.split(",") if m]
     torch.set_num_threads(a.threads)
@@ -139,12 +140,14 @@ def main():
     if modes:
         head += (f" {'tgc/' + labels[modes[-1]]:>13} {'tgc ms':>8} {labels[modes[-1]] + ' ms':>8}"
                  f" {'by time':>9} {'py/ts':>6}")
+        if len(tgc_modes) > 1:
+            head += f" {'mat/' + labels[modes[-1]]:>13}"
     print(f"{a.threads} thread(s), {a.dtype}, {a.rounds} alternating rounds, medians")
     print(head)
     tgc_speed, crashes, mismatches = [], 0, 0
     ind_speed = {m: [] for m in modes}
     versus, by_time = [], []
-    mat_speed, mat_over = [], []
+    mat_speed, mat_over, mat_versus = [], [], []
     for name in names:
         rows = [tgc_row(a.bench, a.zoo, name, a.rounds, a.threads, a.dtype, m) for m in tgc_modes]
         r = rows[0]
@@ -171,6 +174,7 @@ def main():
                 f"{r['externs_per_call']:7} {r['captures_after_warmup']:5} {rel:9.1e} "
                 + (f"{eager_rel:9.1e} " if bf16 else "") +
                 f"{r['first_call_ms'] / 1000:6.1f} {speed:8.2f}x")
+        mat = None
         if len(rows) > 1:
             last = rows[-1]
             if last.get("ok"):
@@ -180,7 +184,6 @@ def main():
                 line += f" {mat:8.2f}x {mat / speed:7.2f}x {last.get('autotune_benchmarks', 0):6}"
                 mismatches += last["max_error"] / max(1.0, last["scale"]) > \
                     (2 * eager_rel + 0.01 if bf16 else 1e-4)
-                r, speed = last, mat
             else:
                 crashes += 1
                 line += f" {last.get('error', 'failed')[:30]:>30}"
@@ -190,6 +193,9 @@ def main():
             by_time.append(ind_ms[modes[-1]] / r["tgc_ms"])
             line += (f" {versus[-1]:12.2f}x {r['tgc_ms']:8.2f} {ind_ms[modes[-1]]:8.2f}"
                      f" {by_time[-1]:8.2f}x {py_ts[modes[-1]]:6.2f}")
+            if mat:
+                mat_versus.append(mat / ind[modes[-1]])
+                line += f" {mat_versus[-1]:12.2f}x"
         print(line)
     tail = (f"{'geomean':20} {'':6} {'':6} {'':7} {'':7} {'':5} {'':9} "
             + (f"{'':9} " if bf16 else "") + f"{'':6} {geomean(tgc_speed):8.2f}x")
@@ -199,6 +205,8 @@ def main():
         tail += f" {geomean(ind_speed[m]):8.2f}x"
     if modes:
         tail += f" {geomean(versus):12.2f}x {'':8} {'':8} {geomean(by_time):8.2f}x"
+        if len(tgc_modes) > 1:
+            tail += f" {'':6} {geomean(mat_versus):12.2f}x"
     print(tail)
     print(f"{len(names)} models: {crashes} failed or crashed, {mismatches} mismatched")
     return 0

@@ -11,11 +11,13 @@
 #include <cstdlib>
 #include <cstring>
 #include <dlfcn.h>
+#include <link.h>
 #include <fstream>
 #include <map>
 #include <mutex>
 #include <regex>
 #include <sstream>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <thread>
 #include <unistd.h>
@@ -222,9 +224,15 @@ int scheduleOrder(LaunchConfig::Schedule s) {
       return 1;
     if (v == "shuffled")
       return 2;
-    throw EmuError("TGC_EMU_SCHEDULE=" + v + " is not one of forward, reverse, shuffled");
+    if (v == "straggler")
+      return 3;
+    throw EmuError("TGC_EMU_SCHEDULE=" + v +
+                   " is not one of forward, reverse, shuffled, straggler");
   }
-  return s == LaunchConfig::Schedule::Reverse ? 1 : s == LaunchConfig::Schedule::Shuffled ? 2 : 0;
+  return s == LaunchConfig::Schedule::Reverse    ? 1
+         : s == LaunchConfig::Schedule::Shuffled  ? 2
+         : s == LaunchConfig::Schedule::Straggler ? 3
+                                                  : 0;
 }
 
 } // namespace
@@ -363,8 +371,67 @@ std::shared_ptr<Module> Module::compile(const std::string &cudaSource) {
     ::unlink(path.c_str()); // a damaged entry: the next run rebuilds it
     throw EmuError("cannot load the emulated module " + path + ": " + (e ? e : "?"));
   }
+  m->findStaticShared();
   reg.modules.emplace(key, m);
   return m;
+}
+
+void Module::findStaticShared() {
+  // Static __shared__ is thread_local (the prelude): the zero-initialized
+  // part (.tbss) of the module's TLS segment, after any initialized part.
+  struct link_map *map = nullptr;
+  if (dlinfo(handle_, RTLD_DI_LINKMAP, &map) != 0 || !map)
+    return;
+  struct Find {
+    ElfW(Addr) base;
+    size_t offset = 0, bytes = 0;
+  } find{map->l_addr};
+  dl_iterate_phdr(
+      [](struct dl_phdr_info *info, size_t, void *data) {
+        auto *f = static_cast<Find *>(data);
+        if (info->dlpi_addr != f->base)
+          return 0;
+        for (int i = 0; i < info->dlpi_phnum; ++i)
+          if (info->dlpi_phdr[i].p_type == PT_TLS) {
+            f->offset = info->dlpi_phdr[i].p_filesz;
+            f->bytes = info->dlpi_phdr[i].p_memsz - info->dlpi_phdr[i].p_filesz;
+          }
+        return 1;
+      },
+      &find);
+  staticSharedOffset_ = find.offset;
+  staticSharedBytes_ = find.bytes;
+}
+
+GuardedBuffers::GuardedBuffers(const std::vector<void *> &buffers,
+                               const std::vector<size_t> &bytes)
+    : original_(buffers), bytes_(bytes) {
+  const size_t page = (size_t)sysconf(_SC_PAGESIZE);
+  for (size_t i = 0; i < buffers.size(); ++i) {
+    const size_t padded = (bytes[i] + 15) / 16 * 16;
+    const size_t body = (padded + page - 1) / page * page;
+    void *map = mmap(nullptr, body + page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+                     -1, 0);
+    if (map == MAP_FAILED)
+      throw EmuError("cannot map a guarded buffer of " + std::to_string(bytes[i]) + " bytes");
+    maps_.push_back(map);
+    mapBytes_.push_back(body + page);
+    mprotect(static_cast<char *>(map) + body, page, PROT_NONE);
+    char *start = static_cast<char *>(map) + body - padded;
+    if (bytes[i])
+      std::memcpy(start, buffers[i], bytes[i]);
+    guarded_.push_back(start);
+  }
+}
+
+GuardedBuffers::~GuardedBuffers() {
+  for (size_t i = 0; i < maps_.size(); ++i)
+    munmap(maps_[i], mapBytes_[i]);
+}
+
+void GuardedBuffers::copyBack(size_t i) const {
+  if (bytes_[i])
+    std::memcpy(original_[i], guarded_[i], bytes_[i]);
 }
 
 Module::~Module() {
@@ -387,7 +454,13 @@ std::string Module::unknownKernel(const std::string &kernel) const {
          "' in the emulated source (it has: " + (names.empty() ? "none" : names) + ")";
 }
 
-void Module::launch(const std::string &kernel, const LaunchConfig &config, void **args) const {
+void Module::launch(const std::string &kernel, const LaunchConfig &config, void **args,
+                    size_t argCount) const {
+  const unsigned *sizes = nullptr;
+  const int params = parameterSizes(kernel, &sizes);
+  if ((size_t)params != argCount)
+    throw EmuError("invalid launch of " + kernel + ": it takes " + std::to_string(params) +
+                   " parameters, the launch passes " + std::to_string(argCount) + " arguments");
   detail::GridLaunch l;
   l.kernel = kernel;
   l.entry =
@@ -420,6 +493,15 @@ void Module::launch(const std::string &kernel, const LaunchConfig &config, void 
   l.workers = config.workers ? config.workers : defaultWorkers();
   l.stackBytes = config.stackBytes ? config.stackBytes : defaultStackBytes();
   l.order = scheduleOrder(config.schedule);
+  if (staticSharedBytes_) {
+    void *handle = handle_;
+    l.staticShared = [handle]() -> void * {
+      void *block = nullptr;
+      return dlinfo(handle, RTLD_DI_TLS_DATA, &block) == 0 ? block : nullptr;
+    };
+    l.staticSharedOffset = staticSharedOffset_;
+    l.staticSharedBytes = staticSharedBytes_;
+  }
   detail::runGrid(l);
 }
 

@@ -8,7 +8,7 @@
 //   auto m = tgc::emu::Module::compile(source);          // throws EmuError
 //   float *x = ..., *y = ...; int n = ...;
 //   void *args[] = {&x, &y, &n};                          // as cuLaunchKernel
-//   m->launch("k0", {{blocks}, {256}, /*dynamicSharedBytes=*/0}, args);
+//   m->launch("k0", {{blocks}, {256}, /*dynamicSharedBytes=*/0}, args, 3);
 //   tgc::emu::launch(m, "k0", {{blocks}, {256}}, x, y, n); // the same, typed
 #ifndef TGC_TESTS_EMU_CUDAEMULATOR_H
 #define TGC_TESTS_EMU_CUDAEMULATOR_H
@@ -47,8 +47,11 @@ struct LaunchConfig {
   /// The order in which a block's ready threads run between barriers. A
   /// kernel without races between barriers gives the same result under
   /// every order; comparing two orders finds a missing __syncthreads.
-  enum class Schedule { Default, Forward, Reverse, Shuffled };
-  /// Default: TGC_EMU_SCHEDULE (forward, reverse or shuffled), else Forward.
+  /// Straggler: shuffled, and random warps of each block held back until no
+  /// other thread can run (the others race ahead through warp operations).
+  enum class Schedule { Default, Forward, Reverse, Shuffled, Straggler };
+  /// Default: TGC_EMU_SCHEDULE (forward, reverse, shuffled or straggler),
+  /// else Forward.
   Schedule schedule = Schedule::Default;
 };
 
@@ -66,7 +69,10 @@ public:
 
   /// Runs `kernel` over the grid; `args` as cuLaunchKernel's kernelParams:
   /// one pointer per parameter, to a value of exactly the parameter's type.
-  void launch(const std::string &kernel, const LaunchConfig &config, void **args) const;
+  /// `argCount` must be the kernel's parameter count (EmuError otherwise: a
+  /// kernel would read a missing argument from beyond the array).
+  void launch(const std::string &kernel, const LaunchConfig &config, void **args,
+              size_t argCount) const;
 
   /// The kernel's parameter count; `sizes` gets sizeof of each parameter.
   int parameterSizes(const std::string &kernel, const unsigned **sizes) const;
@@ -78,10 +84,14 @@ public:
 private:
   Module() = default;
   std::string unknownKernel(const std::string &kernel) const;
+  void findStaticShared();
   void *handle_ = nullptr;
   std::vector<std::string> kernels_;
   std::vector<unsigned> maxThreads_; ///< per kernel, from __launch_bounds__
   bool fromCache_ = false;
+  /// The module's static __shared__: offset and size of the zero-initialized
+  /// part of its thread-local storage, poisoned at every block start.
+  size_t staticSharedOffset_ = 0, staticSharedBytes_ = 0;
 };
 
 /// Launches with typed arguments: each is passed as its own type, so a
@@ -106,10 +116,32 @@ void launch(const std::shared_ptr<Module> &m, const std::string &kernel, const L
   std::apply(
       [&](auto &...v) {
         void *ptrs[] = {static_cast<void *>(&v)..., nullptr};
-        m->launch(kernel, config, ptrs);
+        m->launch(kernel, config, ptrs, sizeof...(A));
       },
       values);
 }
+
+/// Device buffers for one launch, each copied into its own mapping that ends
+/// at a PROT_NONE page, so a kernel that reads or writes past a buffer's end
+/// faults there (the fault handler names the kernel, block and thread)
+/// instead of silently touching a neighbour. A zero-byte buffer is the
+/// guard page itself. Ends are 16-byte aligned (vector loads stay aligned),
+/// so up to 15 bytes past an end that is not a multiple of 16 go unseen.
+class GuardedBuffers {
+public:
+  /// `buffers[i]` with `bytes[i]`: copied in now; `copyBack(i)` copies
+  /// buffer i out again (the outputs).
+  GuardedBuffers(const std::vector<void *> &buffers, const std::vector<size_t> &bytes);
+  ~GuardedBuffers();
+  void *at(size_t i) const { return guarded_[i]; }
+  void copyBack(size_t i) const;
+  GuardedBuffers(const GuardedBuffers &) = delete;
+  GuardedBuffers &operator=(const GuardedBuffers &) = delete;
+
+private:
+  std::vector<void *> original_, guarded_, maps_;
+  std::vector<size_t> bytes_, mapBytes_;
+};
 
 /// The compile flags and the prelude's include directory, for messages and
 /// for tests that check what the emulator compiles with.

@@ -357,6 +357,56 @@ TEST(CudaEmulator, AnotherScheduleExposesAMissingBarrier) {
   EXPECT_NE(run(S::Forward, 1), run(S::Reverse, 1)) << "the race is visible";
 }
 
+TEST(CudaEmulator, TheStragglerScheduleExposesAReusedSharedArray) {
+  auto m = Module::compile(kernels::kTwoSums);
+  const unsigned blocks = 6, n = blocks * 256;
+  auto x = randomFloats(n, -1, 1, 23);
+  std::vector<float> want(2 * n);
+  for (unsigned b = 0; b < blocks; ++b) {
+    float s1 = 0, s2 = 0;
+    for (unsigned t = 0; t < 256; ++t)
+      s1 += x[b * 256 + t], s2 += x[b * 256 + t] * x[b * 256 + t];
+    for (unsigned t = 0; t < 256; ++t)
+      want[2 * (b * 256 + t)] = s1, want[2 * (b * 256 + t) + 1] = s2;
+  }
+  using S = LaunchConfig::Schedule;
+  auto run = [&](S schedule, unsigned workers, int racy) {
+    std::vector<float> out(2 * n);
+    LaunchConfig cfg{{blocks}, {256}};
+    cfg.schedule = schedule;
+    cfg.workers = workers;
+    launch(m, "two_sums", cfg, x.data(), out.data(), racy);
+    return out;
+  };
+  for (unsigned workers : {1u, 3u})
+    for (S s : {S::Forward, S::Reverse, S::Shuffled, S::Straggler}) {
+      std::vector<float> got = run(s, workers, 0);
+      expectNear(got, want, 1e-4f, 1e-4f);
+      EXPECT_EQ(got, run(s, workers, 0)) << "schedule " << (int)s << " repeats";
+    }
+  // Without the barrier a held-back warp reads the second sum's parts.
+  std::vector<float> racy = run(S::Straggler, 1, 1);
+  size_t wrong = 0;
+  for (size_t i = 0; i < racy.size(); i += 2)
+    wrong += std::fabs(racy[i] - want[i]) > 1e-3f;
+  EXPECT_GT(wrong, 0u) << "the straggler schedule did not expose the missing barrier";
+}
+
+TEST(CudaEmulator, StaticSharedMemoryIsPoisonedAtEveryBlockStart) {
+  auto m = Module::compile(kernels::kSharedBeforeWrite);
+  for (unsigned workers : {1u, 2u}) {
+    const unsigned blocks = 12, block = 256;
+    std::vector<unsigned> out(2 * blocks * block, 7);
+    LaunchConfig cfg{{blocks}, {block}};
+    cfg.workers = workers;
+    launch(m, "shared_before_write", cfg, out.data());
+    for (size_t i = 0; i < out.size(); i += 2) {
+      ASSERT_EQ(out[i], 0xffffffffu) << "word " << i / 2 << ", " << workers << " workers";
+      ASSERT_EQ(out[i + 1], 1u) << "float " << i / 2 << " is not NaN, " << workers << " workers";
+    }
+  }
+}
+
 TEST(CudaEmulator, TypeLayoutsMatchCuda) {
   auto m = Module::compile(kernels::kTypeLayout); // the static_asserts are the test
   int size = 0;

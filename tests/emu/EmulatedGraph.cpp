@@ -10,6 +10,7 @@
 #include "runtime/TrainingGraph.h"
 #include "runtime/Nvrtc.h"
 #include "tests/emu/CudaEmulator.h"
+#include "tests/emu/EmulatedPlan.h"
 #include "tests/gpu/GpuCaseBuilder.h"
 
 #include <ATen/core/grad_mode.h>
@@ -167,8 +168,9 @@ std::shared_ptr<CompiledGraph> EmulatedCudaBackend::load(Plan plan, const Kernel
   auto lock = std::make_shared<std::mutex>(); // a backward runs on autograd's thread
   const std::vector<std::string> sources = plan.cudaSources;
   const unsigned maxGrid = maxGrid_;
-  KernelLauncher launch = [modules, lock, sources, maxGrid](size_t index, const KernelStep &k,
-                                                            const at::Device &, void **args) {
+  auto values = std::make_shared<const std::vector<TensorSpec>>(plan.values);
+  KernelLauncher launch = [modules, lock, sources, maxGrid, values](
+                              size_t index, const KernelStep &k, const at::Device &, void **args) {
     std::shared_ptr<Module> m;
     {
       std::lock_guard<std::mutex> held(*lock);
@@ -178,7 +180,7 @@ std::shared_ptr<CompiledGraph> EmulatedCudaBackend::load(Plan plan, const Kernel
       m = slot;
     }
     unsigned grid = (unsigned)std::max<int64_t>(1, std::min<int64_t>(k.grid, maxGrid));
-    m->launch(k.name, LaunchConfig{{grid}, {(unsigned)k.block}}, args);
+    launchStep(*m, *values, k, LaunchConfig{{grid}, {(unsigned)k.block}}, args);
   };
   return CompiledGraph::loadWithLauncher(std::move(plan), launch, error);
 }

@@ -2,6 +2,8 @@
 #include "tests/emu/EmulatedPlan.h"
 
 #include <algorithm>
+#include <cstdlib>
+#include <string>
 
 namespace tgc::emu {
 
@@ -9,6 +11,63 @@ LaunchConfig gridStrideLaunch(const KernelStep &k, unsigned maxBlocks) {
   int64_t block = std::max<int64_t>(k.block, 1);
   int64_t blocks = std::min<int64_t>(k.grid, maxBlocks);
   return LaunchConfig{{(unsigned)std::max<int64_t>(blocks, 1)}, {(unsigned)block}};
+}
+
+size_t spannedBytes(const TensorSpec &spec) {
+  size_t element = 1;
+  switch (spec.dtype) {
+  case DType::Int16:
+  case DType::Float16:
+  case DType::BFloat16:
+    element = 2;
+    break;
+  case DType::Int32:
+  case DType::Float32:
+    element = 4;
+    break;
+  case DType::Int64:
+  case DType::Float64:
+    element = 8;
+    break;
+  default:
+    break;
+  }
+  int64_t span = 1;
+  for (size_t d = 0; d < spec.sizes.size(); ++d) {
+    if (spec.sizes[d] == 0)
+      return 0;
+    span += (spec.sizes[d] - 1) * spec.strides[d];
+  }
+  return (size_t)span * element;
+}
+
+void launchStep(const Module &m, const std::vector<TensorSpec> &values, const KernelStep &k,
+                const LaunchConfig &config, void **args) {
+  const size_t buffers = k.inputs.size() + k.outputs.size();
+  const size_t count = buffers + (k.checks.empty() ? 0 : 1);
+  const char *guard = std::getenv("TGC_EMU_GUARD");
+  if (guard && std::string(guard) == "0") {
+    m.launch(k.name, config, args, count);
+    return;
+  }
+  std::vector<void *> pointers, guardedArgs(args, args + count);
+  std::vector<size_t> bytes;
+  for (size_t i = 0; i < buffers; ++i) {
+    int v = i < k.inputs.size() ? k.inputs[i] : k.outputs[i - k.inputs.size()];
+    if (v < 0 || (size_t)v >= values.size())
+      throw EmuError(k.name + " uses value " + std::to_string(v) + ", which the plan lacks");
+    pointers.push_back(*static_cast<void **>(args[i]));
+    bytes.push_back(spannedBytes(values[v]));
+  }
+  GuardedBuffers guarded(pointers, bytes);
+  std::vector<void *> moved(buffers);
+  for (size_t i = 0; i < buffers; ++i) {
+    moved[i] = guarded.at(i);
+    guardedArgs[i] = &moved[i];
+  }
+  m.launch(k.name, config, guardedArgs.data(), count);
+  for (size_t i = k.inputs.size(); i < buffers; ++i)
+    guarded.copyBack(i);
 }
 
 void runPlanSteps(const Plan &plan, const std::vector<void *> &buffers, const LaunchShape &shape,
@@ -39,7 +98,7 @@ void runPlanSteps(const Plan &plan, const std::vector<void *> &buffers, const La
       pointers.push_back(buffer(v));
     for (void *&p : pointers)
       args.push_back(&p);
-    m->launch(k.name, shape(k), args.data());
+    launchStep(*m, plan.values, k, shape(k), args.data());
   }
 }
 

@@ -21,10 +21,24 @@ using LaunchShape = std::function<LaunchConfig(const KernelStep &)>;
 /// grid makes each thread take several trips through the loop.
 LaunchConfig gridStrideLaunch(const KernelStep &k, unsigned maxBlocks = 65535);
 
+/// Bytes a buffer of `spec` spans: (1 + sum((size - 1) * stride)) elements,
+/// 0 when it has none.
+size_t spannedBytes(const TensorSpec &spec);
+
+/// Launches kernel step `k` of a plan whose values are `values`, with `args`
+/// as cuLaunchKernel takes them (inputs, outputs, then the index-error record
+/// when the step has checks): each input and output buffer is copied into a
+/// GuardedBuffers mapping for the launch (a read or write past its end faults
+/// and is reported), and the outputs are copied back. TGC_EMU_GUARD=0 launches
+/// on the buffers themselves.
+void launchStep(const Module &m, const std::vector<TensorSpec> &values, const KernelStep &k,
+                const LaunchConfig &config, void **args);
+
 /// Runs the steps of `plan` in order. `buffers[v]` is the host memory of value
 /// v (every value the steps touch, allocated by the caller with its spec's
 /// strides); kernel steps launch `plan.cudaSources[i]`'s kernel with the
-/// step's inputs then outputs as arguments. Extern steps go to `onExtern`;
+/// step's inputs then outputs as arguments (through launchStep: guarded).
+/// Extern steps go to `onExtern`;
 /// without one they are an EmuError. Modules are compiled once per source.
 void runPlanSteps(
     const Plan &plan, const std::vector<void *> &buffers,

@@ -174,5 +174,83 @@ TEST(EmulatedSplitRows, LongRowsSplitAcrossBlocksDeterministically) {
   }
 }
 
+/// Sets TGC_EMU_SCHEDULE for the emulator's launches while it lives.
+class ScheduleForLaunches {
+public:
+  explicit ScheduleForLaunches(const char *schedule) {
+    if (const char *e = std::getenv("TGC_EMU_SCHEDULE"))
+      previous_ = e, had_ = true;
+    setenv("TGC_EMU_SCHEDULE", schedule, 1);
+  }
+  ~ScheduleForLaunches() {
+    if (had_)
+      setenv("TGC_EMU_SCHEDULE", previous_.c_str(), 1);
+    else
+      unsetenv("TGC_EMU_SCHEDULE");
+  }
+
+private:
+  std::string previous_;
+  bool had_ = false;
+};
+
+// Issue 21: a barrier that the emitted row kernel needs, deleted from its
+// source, is caught. tgc_row_reduce's first __syncthreads keeps a block's
+// warps from overwriting the per-warp parts of one reduction (layer norm's
+// mean) with the next's (its variance: the same instantiation, the same
+// shared array) while a slower warp still reads them. Warps
+// advance in step under the forward, reverse and shuffled orders; the
+// straggler schedule holds warps back, and the result goes wrong.
+TEST(EmulatedRowsRaces, ABarrierDeletedFromAnEmittedRowKernelIsCaught) {
+  torch::NoGradGuard noGrad;
+  torch::manual_seed(31);
+  torch::Tensor x = torch::randn({6, 3000}) * 2; // a block of 8 warps per row
+  Program fn = [](const auto &in) {
+    return std::vector<at::Tensor>{torch::layer_norm(in[0], {in[0].size(-1)}, {}, {}, 1e-5)};
+  };
+  torch::Tensor want = fn({x})[0];
+  ScheduleForLaunches straggler("straggler");
+  EmulatedRun r = runEmulated(fn, {x});
+  expectMatches(r.outputs[0], want, 2e-5);
+  ASSERT_EQ(r.plans.size(), 1u);
+  Plan broken = r.plans[0];
+  const std::string barrier =
+      "__syncthreads(); // every thread has read the previous reduction's parts";
+  int removed = 0;
+  for (std::string &src : broken.cudaSources)
+    for (size_t at; (at = src.find(barrier)) != std::string::npos; ++removed)
+      src.replace(at, std::string("__syncthreads();").size(), "");
+  ASSERT_GT(removed, 0) << "tgc_row_reduce no longer has this barrier:\n"
+                        << r.plans[0].cudaSources[0];
+  std::vector<at::Tensor> got = loadEmulatedPlan(broken)->run(r.segmentInputs[0]);
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_FALSE(torch::allclose(got[0], want, 1e-3, 1e-3))
+      << "a layer norm without the barrier still matched eager";
+}
+
+// Issue 21: a kernel that indexes past its buffers faults, and the fault
+// names the kernel and thread. The emulated launcher copies each buffer into
+// a mapping that ends at a PROT_NONE page (GuardedBuffers); without it, the
+// same kernel reads and writes 64 elements of whatever follows in the arena.
+TEST(EmulatedFaults, AnIndexPastTheEndInAnEmittedKernelFaults) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  torch::NoGradGuard noGrad;
+  torch::Tensor x = torch::randn({1000});
+  Program fn = [](const auto &in) { return std::vector<at::Tensor>{in[0].exp() * 2}; };
+  EmulatedRun r = runEmulated(fn, {x});
+  expectMatches(r.outputs[0], x.exp() * 2, 1e-5);
+  ASSERT_EQ(r.plans.size(), 1u);
+  ASSERT_EQ(r.plans[0].kernels.size(), 1u);
+  Plan broken = r.plans[0];
+  std::string &src = broken.cudaSources[0];
+  size_t at = src.find(" n = 1000;");
+  ASSERT_NE(at, std::string::npos) << src;
+  src.replace(at, 10, " n = 1064;");
+  std::vector<at::Tensor> inputs = r.segmentInputs[0];
+  EXPECT_DEATH(loadEmulatedPlan(broken, /*maxGrid=*/1)->run(inputs),
+               "invalid memory access in kernel " + broken.kernels[0].name +
+                   ", block \\(0,0,0\\), thread \\([0-9]+,0,0\\)");
+}
+
 } // namespace
 } // namespace tgc::emu

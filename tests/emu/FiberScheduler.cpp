@@ -6,7 +6,8 @@
 // exited), so a launch creates blockDim fibers per worker, not per block.
 //
 // Scheduling is cooperative and deterministic: the runner resumes ready
-// fibers in thread order (or reversed, or a fixed shuffle, to expose races);
+// fibers in thread order (or reversed, or a fixed shuffle, or shuffled with
+// random warps held back as stragglers, to expose races);
 // a fiber runs until it reaches a barrier or a warp operation. The last
 // arrival completes the barrier (marks the others ready) and carries on; the
 // others continue on the runner's next pass. A pass that
@@ -143,6 +144,8 @@ private:
   };
 
   void setOrder(tgc_emu_uint3 blockIdx);
+  void holdStragglers();
+  void poisonStaticShared();
   void resume(unsigned i);
   void yield(unsigned i);
   void completeWarpOp(Warp &w, unsigned eff, int op);
@@ -160,6 +163,11 @@ private:
   std::vector<Thread> threads_;
   std::vector<Warp> warps_;
   std::vector<unsigned> order_; ///< the order of a pass over the threads
+  std::vector<char> held_;      ///< straggler schedule: warps held back, per warp
+  unsigned heldCount_ = 0;
+  std::mt19937 stragglerRng_;
+  unsigned char *staticShared_ = nullptr; ///< this OS thread's static __shared__ (the module's TLS)
+  size_t staticSharedBytes_ = 0;
   std::vector<unsigned char> dynamicShared_;
   tgc_emu_thread **slot_;
   tgc_emu_uint3 blockIdx_{0, 0, 0};
@@ -185,8 +193,15 @@ const tgc_emu_hooks kHooks = {hookSyncthreads, hookSyncthreadsReduce, hookWarp, 
 
 BlockRunner::BlockRunner(const GridLaunch &launch)
     : launch_(launch), n_(launch.block.x * launch.block.y * launch.block.z), threads_(n_),
-      warps_((n_ + 31) / 32), dynamicShared_(launch.dynamicSharedBytes + 16),
-      slot_(launch.currentSlot()) {
+      warps_((n_ + 31) / 32), held_(warps_.size(), 0),
+      dynamicShared_(launch.dynamicSharedBytes + 16), slot_(launch.currentSlot()) {
+  // currentSlot() touched the module's thread-local storage, so this OS
+  // thread's block of it exists now; static __shared__ is its zero-initialized part.
+  if (launch.staticShared) {
+    staticShared_ = static_cast<unsigned char *>(launch.staticShared());
+    staticSharedBytes_ = staticShared_ ? launch.staticSharedBytes : 0;
+    staticShared_ += staticShared_ ? launch.staticSharedOffset : 0;
+  }
   for (unsigned i = 0; i < n_; ++i) {
     tgc_emu_thread &v = threads_[i].view;
     v.thread_idx = {i % launch.block.x, (i / launch.block.x) % launch.block.y,
@@ -249,10 +264,39 @@ void BlockRunner::setOrder(tgc_emu_uint3 blockIdx) {
   order_.resize(n_);
   for (unsigned i = 0; i < n_; ++i)
     order_[i] = launch_.order == 1 ? n_ - 1 - i : i;
-  if (launch_.order == 2) {
-    std::mt19937 gen(blockIdx.x * 73856093u ^ blockIdx.y * 19349663u ^ blockIdx.z * 83492791u);
+  const unsigned seed = blockIdx.x * 73856093u ^ blockIdx.y * 19349663u ^ blockIdx.z * 83492791u;
+  if (launch_.order == 2 || launch_.order == 3) {
+    std::mt19937 gen(seed);
     std::shuffle(order_.begin(), order_.end(), gen);
   }
+  stragglerRng_.seed(seed ^ 0x5bd1e995u);
+  std::fill(held_.begin(), held_.end(), 0);
+  heldCount_ = 0;
+}
+
+/// Straggler schedule: about a third of the warps (at least one, never all
+/// of a block with several) are held back until no other thread can run, so
+/// the rest of the block races ahead through warp operations and code
+/// between barriers, the way a descheduled warp lets the others on a GPU.
+void BlockRunner::holdStragglers() {
+  if (launch_.order != 3 || warps_.size() < 2)
+    return;
+  heldCount_ = 0;
+  for (char &h : held_)
+    heldCount_ += (h = stragglerRng_() % 3 == 0);
+  if (heldCount_ == 0 || heldCount_ == held_.size()) {
+    std::fill(held_.begin(), held_.end(), 0);
+    held_[stragglerRng_() % held_.size()] = 1;
+    heldCount_ = 1;
+  }
+}
+
+/// CUDA leaves shared memory undefined at block start; here it would hold
+/// zeros, then the previous block's data. 0xff bytes (NaN as float, -1 as
+/// int) make a read before the first write show up in the results.
+void BlockRunner::poisonStaticShared() {
+  if (staticSharedBytes_)
+    std::memset(staticShared_, 0xff, staticSharedBytes_);
 }
 
 std::string BlockRunner::run(tgc_emu_uint3 blockIdx) {
@@ -263,24 +307,37 @@ std::string BlockRunner::run(tgc_emu_uint3 blockIdx) {
   }
   // Dynamic shared memory starts as NaNs (0xff bytes): a kernel that reads
   // before it writes shows up in its results.
+  // So does static shared memory (this overwrites the module's current-thread
+  // pointer too, which resume() sets before every switch).
   std::memset(dynamicShared_.data(), 0xff, dynamicShared_.size());
+  poisonStaticShared();
   exited_ = arrived_ = 0;
   reduceCount_ = 0, reduceAnd_ = 1, reduceOr_ = 0;
   for (Warp &w : warps_)
     w.arrived = 0;
   setOrder(blockIdx);
+  holdStragglers();
   while (exited_ < n_) {
     bool ran = false;
     for (unsigned i : order_) {
-      if (threads_[i].state != State::Ready)
+      if (threads_[i].state != State::Ready || (heldCount_ && held_[i / 32]))
         continue;
       ran = true;
       resume(i);
       if (threads_[i].state == State::Trapped)
         return trapMessage_;
     }
+    if (!ran && heldCount_) {
+      // Everyone else waits or has exited: the stragglers catch up, and the
+      // next pass holds back others.
+      std::fill(held_.begin(), held_.end(), 0);
+      heldCount_ = 0;
+      continue;
+    }
     if (!ran)
       return deadlockMessage();
+    if (!heldCount_)
+      holdStragglers();
   }
   return "";
 }
@@ -300,6 +357,9 @@ int BlockRunner::blockBarrier(int op, int predicate) {
     for (Thread &t : threads_)
       if (t.state == State::AtBarrier)
         t.state = State::Ready;
+    // New stragglers right away: the released threads after this one in
+    // the current pass would otherwise all run before any is held back.
+    holdStragglers();
     return reduceResult_;
   }
   threads_[i].state = State::AtBarrier;

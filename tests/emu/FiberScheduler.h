@@ -5,6 +5,7 @@
 #include "tests/emu/include/tgc_emu_abi.h"
 
 #include <cstddef>
+#include <functional>
 #include <string>
 
 namespace tgc::emu::detail {
@@ -20,8 +21,13 @@ struct GridLaunch {
   unsigned workers = 1;  ///< OS threads running blocks
   size_t stackBytes = 0; ///< per CUDA thread (fiber)
   /// Thread order within a block: 0 forward, 1 reverse, 2 shuffled (a fixed
-  /// permutation per block, so runs repeat).
+  /// permutation per block, so runs repeat), 3 straggler (shuffled, and
+  /// random warps held back until nothing else can run; seeded per block).
   int order = 0;
+  /// This OS thread's block of the module's thread-local storage (where
+  /// static __shared__ lives), and the part of it to poison at block start.
+  std::function<void *()> staticShared;
+  size_t staticSharedOffset = 0, staticSharedBytes = 0;
 };
 
 /// Runs every block of the grid: each block's threads as fibers on one OS

@@ -359,6 +359,59 @@ extern "C" __global__ void neighbour_read(const float *__restrict__ in0, float *
 }
 )";
 
+/// Two block sums that share one array of per-warp parts, with (fixed) and
+/// without (racy) the barrier between reading the first sum's parts and
+/// writing the second's: a warp that falls behind reads the second's parts.
+/// Warps advance in step from pass to pass under the forward, reverse and
+/// shuffled orders, so only a schedule that holds warps back sees the race
+/// (tgc_row_reduce's first barrier guards the same reuse).
+inline const char *kTwoSums = R"(
+__device__ float warp_sum(float v) {
+  for (int m = 16; m > 0; m /= 2)
+    v += __shfl_xor_sync(0xffffffffu, v, m);
+  return v;
+}
+extern "C" __global__ void two_sums(const float *__restrict__ in0, float *__restrict__ out0,
+                                    int racy) {
+  __shared__ float part[8]; // 256 threads
+  const int i = blockIdx.x * 256 + threadIdx.x, w = threadIdx.x / 32;
+  const float v = in0[i];
+  float a = warp_sum(v);
+  if (threadIdx.x % 32 == 0)
+    part[w] = a;
+  __syncthreads();
+  float s1 = 0;
+  for (int k = 0; k < 8; ++k)
+    s1 += part[k];
+  if (!racy)
+    __syncthreads();
+  float b = warp_sum(v * v);
+  if (threadIdx.x % 32 == 0)
+    part[w] = b;
+  __syncthreads();
+  float s2 = 0;
+  for (int k = 0; k < 8; ++k)
+    s2 += part[k];
+  out0[2 * i] = s1;
+  out0[2 * i + 1] = s2;
+}
+)";
+
+/// Reads static shared memory before any thread of the block writes it,
+/// then writes zeros (which the next block on the same OS thread would see
+/// if shared memory were not poisoned at block start).
+inline const char *kSharedBeforeWrite = R"(
+extern "C" __global__ void shared_before_write(unsigned *__restrict__ out0) {
+  __shared__ unsigned words[256];
+  __shared__ float values[256];
+  out0[2 * (blockIdx.x * blockDim.x + threadIdx.x)] = words[threadIdx.x];
+  out0[2 * (blockIdx.x * blockDim.x + threadIdx.x) + 1] = isnan(values[threadIdx.x]) ? 1u : 0u;
+  __syncthreads();
+  words[threadIdx.x] = 0;
+  values[threadIdx.x] = 0.0f;
+}
+)";
+
 /// A divergent barrier in one block of many, with blocks in parallel.
 inline const char *kOneBadBlock = R"(
 extern "C" __global__ void one_bad_block(float *out0) {
@@ -387,7 +440,9 @@ inline std::vector<std::pair<std::string, std::string>> all() {
           {"indexing_3d", kIndexing3D},
           {"type_layout", kTypeLayout},
           {"one_bad_block", kOneBadBlock},
-          {"neighbour_read", kNeighbourRead}};
+          {"neighbour_read", kNeighbourRead},
+          {"two_sums", kTwoSums},
+          {"shared_before_write", kSharedBeforeWrite}};
 }
 
 } // namespace tgc::emu::kernels

@@ -1,5 +1,6 @@
 //===- EmulatedPlan.cpp - a CUDA Plan's kernel steps run by the emulator --===//
 #include "tests/emu/EmulatedPlan.h"
+#include "runtime/MemoryPlan.h" // spanBytes (tgc_runtime, which every user of this file links)
 
 #include <algorithm>
 #include <cstdlib>
@@ -11,34 +12,6 @@ LaunchConfig gridStrideLaunch(const KernelStep &k, unsigned maxBlocks) {
   int64_t block = std::max<int64_t>(k.block, 1);
   int64_t blocks = std::min<int64_t>(k.grid, maxBlocks);
   return LaunchConfig{{(unsigned)std::max<int64_t>(blocks, 1)}, {(unsigned)block}};
-}
-
-size_t spannedBytes(const TensorSpec &spec) {
-  size_t element = 1;
-  switch (spec.dtype) {
-  case DType::Int16:
-  case DType::Float16:
-  case DType::BFloat16:
-    element = 2;
-    break;
-  case DType::Int32:
-  case DType::Float32:
-    element = 4;
-    break;
-  case DType::Int64:
-  case DType::Float64:
-    element = 8;
-    break;
-  default:
-    break;
-  }
-  int64_t span = 1;
-  for (size_t d = 0; d < spec.sizes.size(); ++d) {
-    if (spec.sizes[d] == 0)
-      return 0;
-    span += (spec.sizes[d] - 1) * spec.strides[d];
-  }
-  return (size_t)span * element;
 }
 
 void launchStep(const Module &m, const std::vector<TensorSpec> &values, const KernelStep &k,
@@ -57,7 +30,7 @@ void launchStep(const Module &m, const std::vector<TensorSpec> &values, const Ke
     if (v < 0 || (size_t)v >= values.size())
       throw EmuError(k.name + " uses value " + std::to_string(v) + ", which the plan lacks");
     pointers.push_back(*static_cast<void **>(args[i]));
-    bytes.push_back(spannedBytes(values[v]));
+    bytes.push_back((size_t)spanBytes(values[v]));
   }
   GuardedBuffers guarded(pointers, bytes);
   std::vector<void *> moved(buffers);

@@ -21,13 +21,10 @@ using LaunchShape = std::function<LaunchConfig(const KernelStep &)>;
 /// grid makes each thread take several trips through the loop.
 LaunchConfig gridStrideLaunch(const KernelStep &k, unsigned maxBlocks = 65535);
 
-/// Bytes a buffer of `spec` spans: (1 + sum((size - 1) * stride)) elements,
-/// 0 when it has none.
-size_t spannedBytes(const TensorSpec &spec);
-
 /// Launches kernel step `k` of a plan whose values are `values`, with `args`
 /// as cuLaunchKernel takes them (inputs, outputs, then the index-error record
-/// when the step has checks): each input and output buffer is copied into a
+/// when the step has checks): each input and output buffer (spanBytes of its
+/// spec) is copied into a
 /// GuardedBuffers mapping for the launch (a read or write past its end faults
 /// and is reported), and the outputs are copied back. TGC_EMU_GUARD=0 launches
 /// on the buffers themselves.

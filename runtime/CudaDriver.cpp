@@ -1,6 +1,8 @@
 //===- CudaDriver.cpp - the CUDA driver API, opened at run time -----------===//
 #include "runtime/CudaDriver.h"
 
+#include "runtime/Log.h"
+
 #include <c10/util/Exception.h>
 
 #include <cstdlib>
@@ -29,7 +31,9 @@ const DriverApi &driver() {
     TGC_CUDA_FUNCTIONS(TGC_CUDA_FN)
 #undef TGC_CUDA_FN
     if (CUresult rc = a.cuInit(0); rc != CUDA_SUCCESS) {
-      a.why = "cuInit failed with error " + std::to_string(rc);
+      const char *msg = nullptr;
+      a.cuGetErrorString(rc, &msg);
+      a.why = std::string("cuInit failed: ") + (msg ? msg : "CUDA error " + std::to_string(rc));
       a.handle = nullptr;
     }
     return a;
@@ -37,33 +41,53 @@ const DriverApi &driver() {
   return api;
 }
 
+std::string errorText(CUresult rc) {
+  const char *msg = nullptr;
+  if (driver().cuGetErrorString && driver().cuGetErrorString(rc, &msg) != CUDA_SUCCESS)
+    msg = nullptr;
+  return msg ? msg : "CUDA error " + std::to_string(rc);
+}
+
 void check(CUresult rc, const char *what) {
   if (rc == CUDA_SUCCESS)
     return;
-  const char *msg = nullptr;
-  if (driver().cuGetErrorString)
-    driver().cuGetErrorString(rc, &msg);
-  TORCH_CHECK(false, "tgc: ", what, ": ", msg ? msg : "CUDA error " + std::to_string(rc));
+  TORCH_CHECK(false, "tgc: ", what, ": ", errorText(rc));
 }
 
-void makeCurrent(int device) {
-  const DriverApi &d = driver();
-  TORCH_CHECK(d.handle, "tgc: ", d.why);
+/// The device's primary context, retained once per process.
+static CUcontext primaryContext(const DriverApi &d, int device) {
   static std::mutex mutex;
   static std::unordered_map<int, CUcontext> contexts;
-  CUcontext ctx;
-  {
-    std::lock_guard<std::mutex> lock(mutex);
-    auto it = contexts.find(device);
-    if (it == contexts.end()) {
-      CUdevice dev;
-      check(d.cuDeviceGet(&dev, device), "cuDeviceGet");
-      check(d.cuDevicePrimaryCtxRetain(&ctx, dev), "cuDevicePrimaryCtxRetain");
-      it = contexts.emplace(device, ctx).first;
-    }
-    ctx = it->second;
+  std::lock_guard<std::mutex> lock(mutex);
+  auto it = contexts.find(device);
+  if (it == contexts.end()) {
+    CUdevice dev;
+    CUcontext ctx;
+    check(d.cuDeviceGet(&dev, device), ("cuDeviceGet " + std::to_string(device)).c_str());
+    check(d.cuDevicePrimaryCtxRetain(&ctx, dev), "cuDevicePrimaryCtxRetain");
+    it = contexts.emplace(device, ctx).first;
   }
+  return it->second;
+}
+
+ContextGuard::ContextGuard(int device) {
+  const DriverApi &d = driver();
+  TORCH_CHECK(d.handle, "tgc: ", d.why);
+  CUcontext ctx = primaryContext(d, device);
+  check(d.cuCtxGetCurrent(&previous_), "cuCtxGetCurrent");
+  if (previous_ == ctx)
+    return;
   check(d.cuCtxSetCurrent(ctx), "cuCtxSetCurrent");
+  restore_ = true;
+}
+
+ContextGuard::~ContextGuard() {
+  if (!restore_)
+    return;
+  // A destructor cannot throw; a failure here leaves the thread on the
+  // device's context, which the warning says.
+  if (CUresult rc = driver().cuCtxSetCurrent(previous_); rc != CUDA_SUCCESS)
+    warn("tgc: restoring the previous CUDA context failed: " + errorText(rc));
 }
 
 static int attribute(int device, CUdevice_attribute a) {

@@ -16,8 +16,8 @@ namespace tgc::cuda {
 /// The driver entry points tgc uses, resolved once.
 #define TGC_CUDA_FUNCTIONS(X)                                                  \
   X(cuInit) X(cuDeviceGet) X(cuDeviceGetAttribute) X(cuDevicePrimaryCtxRetain) \
-  X(cuCtxSetCurrent) X(cuModuleLoadData) X(cuModuleGetFunction)                \
-  X(cuFuncGetAttribute) X(cuLaunchKernel) X(cuGetErrorString)
+  X(cuCtxGetCurrent) X(cuCtxSetCurrent) X(cuModuleLoadData)                   \
+  X(cuModuleGetFunction) X(cuModuleUnload) X(cuLaunchKernel) X(cuGetErrorString)
 
 struct DriverApi {
   void *handle = nullptr;
@@ -34,9 +34,26 @@ const DriverApi &driver();
 /// Throws c10::Error "<what>: <driver's message>" unless `rc` is success.
 void check(CUresult rc, const char *what);
 
-/// Makes `device`'s primary context (the one PyTorch's runtime uses)
-/// current on this thread.
-void makeCurrent(int device);
+/// The driver's text for `rc` ("invalid device context"), else "CUDA error <rc>".
+std::string errorText(CUresult rc);
+
+/// Makes `device`'s primary context (the one PyTorch's runtime uses) current
+/// on this thread while the guard lives, then makes the context that was
+/// current before current again: the CUDA runtime reads its current device
+/// from the current context, so a launch on device 1 must not move
+/// PyTorch's current device off 0. Costs one cuCtxGetCurrent when the
+/// context is already the right one.
+class ContextGuard {
+public:
+  explicit ContextGuard(int device);
+  ~ContextGuard();
+  ContextGuard(const ContextGuard &) = delete;
+  ContextGuard &operator=(const ContextGuard &) = delete;
+
+private:
+  CUcontext previous_ = nullptr;
+  bool restore_ = false;
+};
 
 /// The device's compute capability as NVRTC's architecture, "sm_90".
 std::string deviceArch(int device);

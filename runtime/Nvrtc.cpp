@@ -8,6 +8,7 @@
 #include <nvrtc.h>
 
 #include <atomic>
+#include <cstdio>
 #include <cstring>
 #include <dlfcn.h>
 #include <filesystem>
@@ -111,7 +112,7 @@ std::vector<std::string> nvrtcOptions(const std::string &arch) {
 KeyInputs cudaKernelKey(const std::string &source, const std::string &arch) {
   KeyInputs k = baseKeyInputs();
   k.content = source;
-  k.toolchain = "nvrtc " + nvrtcVersion();
+  k.toolchain = "nvrtc " + nvrtcVersion() + " payload 2";
   for (const std::string &o : nvrtcOptions(arch))
     k.toolchain += " " + o;
   k.arch = arch;
@@ -124,26 +125,77 @@ NvrtcResult compileCuda(const std::string &source, const std::string &name,
   std::string key = buildKey(cudaKernelKey(source, arch));
   ArtifactCache &cache = ArtifactCache::current();
   if (std::optional<std::string> entry = useCache ? cache.get(Layer::Kernel, key) : std::nullopt) {
-    // Payload: cubin size, cubin, PTX.
-    uint64_t n = 0;
-    if (entry->size() >= 8) {
+    // Payload ("payload 2" in the key): cubin size, cubin, PTX size, PTX, log.
+    uint64_t n = 0, p = 0;
+    if (entry->size() >= 16) {
       std::memcpy(&n, entry->data(), 8);
-      if (n <= entry->size() - 8) {
-        r.cubin = entry->substr(8, n);
-        r.ptx = entry->substr(8 + n);
-        r.ok = true;
-        r.fromCache = true;
-        return r;
+      if (n <= entry->size() - 16) {
+        std::memcpy(&p, entry->data() + 8 + n, 8);
+        if (p <= entry->size() - 16 - n) {
+          r.cubin = entry->substr(8, n);
+          r.ptx = entry->substr(16 + n, p);
+          r.log = entry->substr(16 + n + p);
+          r.ok = true;
+          r.fromCache = true;
+          return r;
+        }
       }
     }
   }
   r = compileCudaUncached(source, name, arch);
   if (r.ok) {
-    uint64_t n = r.cubin.size();
+    uint64_t n = r.cubin.size(), p = r.ptx.size();
     std::string payload(reinterpret_cast<const char *>(&n), 8);
-    cache.put(Layer::Kernel, key, payload + r.cubin + r.ptx);
+    payload += r.cubin;
+    payload.append(reinterpret_cast<const char *>(&p), 8);
+    cache.put(Layer::Kernel, key, payload + r.ptx + r.log);
   }
   return r;
+}
+
+KernelResources kernelResources(const NvrtcResult &r, const std::string &name) {
+  KernelResources k;
+  // ptxas: "Compiling entry function 'name' for 'sm_90'", then "Function
+  // properties for name" / "N bytes stack frame, N bytes spill stores, N
+  // bytes spill loads", and "Used N registers, ..., N bytes smem, ...".
+  size_t at = r.log.find("Compiling entry function '" + name + "'");
+  if (at != std::string::npos) {
+    size_t end = r.log.find("Compiling entry function", at + 1);
+    std::string section = r.log.substr(at, end == std::string::npos ? std::string::npos : end - at);
+    std::smatch m;
+    static const std::regex frame(R"((\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads)");
+    static const std::regex regs(R"(Used (\d+) registers)");
+    static const std::regex smem(R"((\d+) bytes smem)");
+    size_t props = section.find("Function properties for " + name + "\n");
+    std::string own = props == std::string::npos ? section : section.substr(props);
+    if (std::regex_search(own, m, frame)) {
+      k.stackBytes = std::stoll(m[1]);
+      k.spillStoreBytes = std::stoll(m[2]);
+      k.spillLoadBytes = std::stoll(m[3]);
+    }
+    if (std::regex_search(section, m, regs)) {
+      k.reported = true;
+      k.registers = std::stoi(m[1]);
+      if (std::regex_search(section, m, smem))
+        k.sharedBytes = std::stoll(m[1]);
+    }
+  }
+  // PTX: ".entry name(\n .param ...,\n ...\n)\n.maxntid 256, 1, 1".
+  size_t entry = r.ptx.find(".entry " + name + "(");
+  if (entry != std::string::npos) {
+    size_t close = r.ptx.find(')', entry);
+    k.params = 0;
+    for (size_t p = r.ptx.find(".param", entry); p < close; p = r.ptx.find(".param", p + 1))
+      k.params++;
+    size_t body = r.ptx.find('{', close);
+    size_t maxntid = r.ptx.find(".maxntid", close);
+    if (maxntid < body) {
+      int x = 1, y = 1, z = 1;
+      std::sscanf(r.ptx.c_str() + maxntid, ".maxntid %d, %d, %d", &x, &y, &z);
+      k.maxThreads = x * y * z;
+    }
+  }
+  return k;
 }
 
 NvrtcResult compileCudaUncached(const std::string &source, const std::string &name,

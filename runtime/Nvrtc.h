@@ -13,7 +13,7 @@ struct NvrtcResult {
   bool ok = false;
   std::string cubin; ///< empty when only PTX was requested or on failure
   std::string ptx;
-  std::string log;   ///< NVRTC's program log
+  std::string log;   ///< NVRTC's program log (ptxas's report included; kept in the cache)
   std::string error; ///< why it failed, with the saved source's path
   bool fromCache = false; ///< taken from the kernel layer of the cache
 };
@@ -51,6 +51,18 @@ std::vector<NvrtcResult> compileCudaAll(const std::vector<std::string> &sources,
                                         const std::vector<std::string> &names,
                                         const std::string &arch, unsigned threads = 0,
                                         bool useCache = true);
+
+/// What ptxas reported (-Xptxas=-v, in the log) and the PTX declares for
+/// one entry function.
+struct KernelResources {
+  bool reported = false; ///< the log has ptxas's report of the entry
+  int registers = 0;
+  int64_t sharedBytes = 0; ///< static shared memory
+  int64_t stackBytes = 0, spillStoreBytes = 0, spillLoadBytes = 0;
+  int params = -1;    ///< parameters of the PTX entry, -1: no such entry
+  int maxThreads = 0; ///< .maxntid's product (__launch_bounds__), 0: none
+};
+KernelResources kernelResources(const NvrtcResult &r, const std::string &name);
 
 /// The key inputs of a CUDA kernel artifact.
 KeyInputs cudaKernelKey(const std::string &source, const std::string &arch);

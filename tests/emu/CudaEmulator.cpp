@@ -31,6 +31,7 @@ namespace {
 
 /// The prelude's files: their text is part of every module's cache key.
 const char *const kPreludeFiles[] = {"cuda_emu.h",         "cuda_emu_half.h",
+                                     "cuda_emu_gpu_numerics.h",
                                      "cuda_emu_math.h",    "cuda_emu_atomics.h",
                                      "tgc_emu_abi.h",      "cuda_fp16.h",
                                      "cuda_bf16.h",        "cuda_runtime.h",
@@ -239,6 +240,21 @@ int scheduleOrder(LaunchConfig::Schedule s) {
 
 std::string emulatorIncludeDir() { return TGC_EMU_INCLUDE_DIR; }
 
+/// TGC_EMU_NUMERICS: "exact" (default) or "gpu": fused multiply-adds
+/// contracted as NVRTC does and math functions off by a few ulps
+/// (include/cuda_emu_gpu_numerics.h).
+static std::string numericsFlags() {
+  const char *env = std::getenv("TGC_EMU_NUMERICS");
+  std::string v = env ? env : "";
+  if (v.empty() || v == "exact")
+    return "";
+  if (v != "gpu")
+    throw EmuError("TGC_EMU_NUMERICS=" + v + " is not one of exact, gpu");
+  if (!__builtin_cpu_supports("fma"))
+    throw EmuError("TGC_EMU_NUMERICS=gpu needs a CPU with FMA instructions");
+  return " -mfma -ffp-contract=fast -DTGC_EMU_GPU_NUMERICS";
+}
+
 std::string emulatorCompileCommand() {
   const char *cxx = std::getenv("TGC_CXX");
   // TGC_EMU_CXXFLAGS adds flags, e.g. "-O0 -g" to step through a kernel.
@@ -246,8 +262,8 @@ std::string emulatorCompileCommand() {
   return std::string(cxx && *cxx ? cxx : "c++") +
          " -std=c++17 -O2 -fPIC -shared -w -fno-strict-aliasing -fstack-clash-protection -x c++ "
          "-I" +
-         emulatorIncludeDir() + " -include cuda_emu.h" + (extra && *extra ? " " : "") +
-         (extra ? extra : "");
+         emulatorIncludeDir() + " -include cuda_emu.h" + numericsFlags() +
+         (extra && *extra ? " " : "") + (extra ? extra : "");
 }
 
 namespace {

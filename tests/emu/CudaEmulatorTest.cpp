@@ -565,3 +565,92 @@ TEST(CudaEmulatorSource, ExternSharedBecomesThePointerToDynamicSharedMemory) {
 
 } // namespace
 } // namespace tgc::emu
+
+namespace tgc::emu {
+namespace {
+
+const char *kNumerics = R"(
+extern "C" __global__ void numerics(const float *a, const float *b, const float *c, float *out,
+                                    int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) {
+    out[5 * i] = a[i] * b[i] + c[i];
+    out[5 * i + 1] = expf(a[i]);
+    out[5 * i + 2] = __expf(a[i]);
+    out[5 * i + 3] = tanhf(b[i]);
+    out[5 * i + 4] = rsqrtf(c[i] + 2.0f);
+  }
+})";
+
+/// Module::compile with TGC_EMU_NUMERICS set to `numerics` (restored after).
+std::shared_ptr<Module> compileWithNumerics(const char *source, const char *numerics) {
+  const char *old = std::getenv("TGC_EMU_NUMERICS");
+  std::string saved = old ? old : "";
+  ::setenv("TGC_EMU_NUMERICS", numerics, 1);
+  std::shared_ptr<Module> m;
+  try {
+    m = Module::compile(source);
+  } catch (...) {
+    old ? ::setenv("TGC_EMU_NUMERICS", saved.c_str(), 1) : ::unsetenv("TGC_EMU_NUMERICS");
+    throw;
+  }
+  old ? ::setenv("TGC_EMU_NUMERICS", saved.c_str(), 1) : ::unsetenv("TGC_EMU_NUMERICS");
+  return m;
+}
+
+int64_t ulpsApart(float x, float y) {
+  int32_t a, b;
+  std::memcpy(&a, &x, 4);
+  std::memcpy(&b, &y, 4);
+  if (a < 0)
+    a = INT32_MIN - a;
+  if (b < 0)
+    b = INT32_MIN - b;
+  return std::llabs(int64_t(a) - b);
+}
+
+TEST(CudaEmulator, GpuNumericsContractMultiplyAddsAndPerturbMathWithinCudasBounds) {
+  const int n = 4096;
+  auto a = randomFloats(n, -4, 4, 31), b = randomFloats(n, -3, 3, 32),
+       c = randomFloats(n, -1, 1, 33);
+  auto run = [&](const char *numerics) {
+    auto m = compileWithNumerics(kNumerics, numerics);
+    std::vector<float> out(5 * n);
+    launch(m, "numerics", LaunchConfig{{n / 256}, {256}}, a.data(), b.data(), c.data(),
+           out.data(), n);
+    return out;
+  };
+  std::vector<float> exact = run("exact"), gpu = run("gpu");
+  int fusedDiffers = 0, expMoved = 0, fastExpMoved = 0, tanhMoved = 0, rsqrtMoved = 0;
+  for (int i = 0; i < n; ++i) {
+    volatile float product = a[i] * b[i]; // rounded on its own
+    float separate = product + c[i], fused = std::fma(a[i], b[i], c[i]);
+    ASSERT_EQ(exact[5 * i], separate) << i;
+    ASSERT_EQ(gpu[5 * i], fused) << i << ": a * b + c is one fused multiply-add";
+    fusedDiffers += fused != separate;
+    // The exact configuration is glibc's result; the GPU one within CUDA's bound.
+    float e = std::exp(a[i]), t = std::tanh(b[i]), r = 1.0f / std::sqrt(c[i] + 2.0f);
+    ASSERT_EQ(exact[5 * i + 1], e);
+    ASSERT_EQ(exact[5 * i + 2], e);
+    ASSERT_EQ(exact[5 * i + 3], t);
+    ASSERT_EQ(exact[5 * i + 4], r);
+    ASSERT_LE(ulpsApart(gpu[5 * i + 1], e), 2) << "expf(" << a[i] << ")";
+    ASSERT_LE(ulpsApart(gpu[5 * i + 2], e), 2 + int(std::fabs(1.173f * a[i]))) << a[i];
+    ASSERT_LE(ulpsApart(gpu[5 * i + 3], t), 2) << "tanhf(" << b[i] << ")";
+    ASSERT_LE(ulpsApart(gpu[5 * i + 4], r), 2) << "rsqrtf";
+    expMoved += gpu[5 * i + 1] != e;
+    fastExpMoved += gpu[5 * i + 2] != e;
+    tanhMoved += gpu[5 * i + 3] != t;
+    rsqrtMoved += gpu[5 * i + 4] != r;
+  }
+  // Most results move (k = 0 is one of 2n+1 choices), and contraction changes some.
+  EXPECT_GT(fusedDiffers, n / 20);
+  EXPECT_GT(expMoved, n / 2);
+  EXPECT_GT(fastExpMoved, n / 2);
+  EXPECT_GT(tanhMoved, n / 2);
+  EXPECT_GT(rsqrtMoved, n / 2);
+  EXPECT_THROW(compileWithNumerics(kNumerics, "fast"), EmuError);
+}
+
+} // namespace
+} // namespace tgc::emu

@@ -221,16 +221,51 @@ void recordGpuCase(const std::string &name, const EmulatedRun &run,
   gpu::writeGpuCase(c, std::string(dir) + "/" + file + ".tgccase");
 }
 
+std::string checkKernelResources(const KernelStep &k, const NvrtcResult &r,
+                                 const std::string &arch) {
+  KernelResources res = kernelResources(r, k.name);
+  std::string where = k.name + " (" + arch + "): ";
+  if (!res.reported)
+    return where + "no ptxas report in NVRTC's log";
+  if (res.spillStoreBytes || res.spillLoadBytes)
+    return where + "spills " + std::to_string(res.spillStoreBytes) + " bytes stored, " +
+           std::to_string(res.spillLoadBytes) + " loaded";
+  // sm_80 and sm_90: 64K 32-bit registers per SM, allocated per warp in
+  // units of 256, at most 255 per thread; 48 KiB of static shared memory.
+  int64_t perWarp = (int64_t(res.registers) * 32 + 255) / 256 * 256;
+  int64_t warps = (k.block + 31) / 32;
+  if (res.registers > 255 || perWarp * warps > 65536)
+    return where + std::to_string(res.registers) + " registers x " + std::to_string(k.block) +
+           " threads exceed the SM's register file";
+  if (res.sharedBytes > 48 * 1024)
+    return where + std::to_string(res.sharedBytes) + " bytes of static shared memory";
+  if (res.maxThreads != k.block)
+    return where + ".maxntid " + std::to_string(res.maxThreads) + " but the launch block is " +
+           std::to_string(k.block);
+  size_t expected = k.inputs.size() + k.outputs.size() + (k.checks.empty() ? 0 : 1);
+  if (res.params != int(expected))
+    return where + std::to_string(res.params) + " parameters for " + std::to_string(k.inputs.size()) +
+           " inputs, " + std::to_string(k.outputs.size()) + " outputs" +
+           (k.checks.empty() ? "" : " and the error record");
+  return "";
+}
+
 std::string compileAllWithNvrtc(const std::vector<Plan> &plans, const std::string &arch) {
   std::vector<std::string> sources, names;
+  std::vector<const KernelStep *> steps;
   for (const Plan &plan : plans)
     for (size_t i = 0; i < plan.kernels.size(); ++i) {
       sources.push_back(plan.cudaSources[i]);
       names.push_back(plan.kernels[i].name);
+      steps.push_back(&plan.kernels[i]);
     }
-  for (const NvrtcResult &r : compileCudaAll(sources, names, arch))
-    if (!r.ok)
-      return r.error;
+  std::vector<NvrtcResult> results = compileCudaAll(sources, names, arch);
+  for (size_t i = 0; i < results.size(); ++i) {
+    if (!results[i].ok)
+      return results[i].error;
+    if (std::string bad = checkKernelResources(*steps[i], results[i], arch); !bad.empty())
+      return bad;
+  }
   return "";
 }
 

@@ -9,6 +9,7 @@
 
 #include "compiler/capture/Segment.h"
 #include "runtime/Backend.h"
+#include "runtime/Nvrtc.h"
 
 #include <ATen/core/Tensor.h>
 
@@ -73,8 +74,16 @@ EmulatedRun runEmulatedTraining(const Program &fn, const std::vector<at::Tensor>
 void recordGpuCase(const std::string &name, const EmulatedRun &run,
                    const std::vector<at::Tensor> &expected, double tol);
 
+/// What a GPU would refuse or run badly, from ptxas's report and the PTX of
+/// kernel step `k` built for `arch`: any register spill, registers x block
+/// beyond the SM's register file, static shared memory beyond 48 KiB, a
+/// `.maxntid` other than the launch block, a parameter count other than
+/// inputs + outputs (+ the error record). "" when none.
+std::string checkKernelResources(const KernelStep &k, const NvrtcResult &r, const std::string &arch);
+
 /// NVRTC-compiles every CUDA source of `plans` for `arch` (in parallel, via
-/// the kernel cache); "" when all compile, else the first error.
+/// the kernel cache) and checks each kernel's resources
+/// (checkKernelResources); "" when all pass, else the first failure.
 std::string compileAllWithNvrtc(const std::vector<Plan> &plans, const std::string &arch);
 
 } // namespace tgc::emu

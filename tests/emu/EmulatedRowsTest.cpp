@@ -254,3 +254,75 @@ TEST(EmulatedFaults, AnIndexPastTheEndInAnEmittedKernelFaults) {
 
 } // namespace
 } // namespace tgc::emu
+
+namespace tgc::emu {
+namespace {
+
+/// ptxas's report and PTX as NVRTC gives them, for one entry `k`.
+NvrtcResult reported(int registers, int64_t smem, int64_t spills, int maxntid, int params) {
+  NvrtcResult r;
+  r.ok = true;
+  r.log = "ptxas info    : 0 bytes gmem\n"
+          "ptxas info    : Compiling entry function 'k' for 'sm_90'\n"
+          "ptxas info    : Function properties for k\n"
+          "    0 bytes stack frame, " + std::to_string(spills) + " bytes spill stores, " +
+          std::to_string(spills) + " bytes spill loads\n"
+          "ptxas info    : Used " + std::to_string(registers) + " registers, used 1 barriers, " +
+          std::to_string(smem) + " bytes smem, 384 bytes cmem[0]\n";
+  r.ptx = ".visible .entry k(\n";
+  for (int i = 0; i < params; ++i)
+    r.ptx += "\t.param .u64 k_param_" + std::to_string(i) + (i + 1 < params ? ",\n" : "\n");
+  r.ptx += ")\n.maxntid " + std::to_string(maxntid) + ", 1, 1\n{\n}\n";
+  return r;
+}
+
+TEST(KernelResourceChecks, CatchWhatAGpuWouldRefuseOrRunBadly) {
+  KernelStep k;
+  k.name = "k";
+  k.block = 256;
+  k.inputs = {0, 1};
+  k.outputs = {2};
+  EXPECT_EQ(checkKernelResources(k, reported(40, 1024, 0, 256, 3), "sm_90"), "");
+  EXPECT_EQ(checkKernelResources(k, reported(40, 1024, 8, 256, 3), "sm_90"),
+            "k (sm_90): spills 8 bytes stored, 8 loaded");
+  EXPECT_EQ(checkKernelResources(k, reported(40, 1024, 0, 128, 3), "sm_90"),
+            "k (sm_90): .maxntid 128 but the launch block is 256");
+  EXPECT_EQ(checkKernelResources(k, reported(40, 1024, 0, 256, 4), "sm_90"),
+            "k (sm_90): 4 parameters for 2 inputs, 1 outputs");
+  EXPECT_EQ(checkKernelResources(k, reported(40, 64 * 1024, 0, 256, 3), "sm_90"),
+            "k (sm_90): 65536 bytes of static shared memory");
+  k.block = 1024; // 64 registers fit 1024 threads, 65 do not (allocated in units of 8 per thread)
+  EXPECT_EQ(checkKernelResources(k, reported(64, 0, 0, 1024, 3), "sm_90"), "");
+  EXPECT_EQ(checkKernelResources(k, reported(65, 0, 0, 1024, 3), "sm_90"),
+            "k (sm_90): 65 registers x 1024 threads exceed the SM's register file");
+  k.checks.resize(1); // an index check adds the error record's parameter
+  EXPECT_EQ(checkKernelResources(k, reported(64, 0, 0, 1024, 3), "sm_90"),
+            "k (sm_90): 3 parameters for 2 inputs, 1 outputs and the error record");
+  EXPECT_EQ(checkKernelResources(k, NvrtcResult(), "sm_90"), "k (sm_90): no ptxas report in NVRTC's log");
+}
+
+TEST(KernelResourceChecks, ReadPtxassRealReportFromTheCacheToo) {
+  // A real kernel: 3 parameters, __launch_bounds__(128), static shared memory.
+  const std::string src = R"(extern "C" __global__ void __launch_bounds__(128)
+k(const float *__restrict__ a, float *__restrict__ b, long long n) {
+  __shared__ float t[128];
+  t[threadIdx.x] = a[blockIdx.x * 128 + threadIdx.x];
+  __syncthreads();
+  b[blockIdx.x * 128 + threadIdx.x] = t[127 - threadIdx.x] * (float)n;
+})";
+  for (bool second : {false, true}) { // the second comes from the kernel cache
+    NvrtcResult r = compileCuda(src, "k", "sm_90");
+    ASSERT_TRUE(r.ok) << r.error;
+    EXPECT_EQ(r.fromCache, second || r.fromCache);
+    KernelResources res = kernelResources(r, "k");
+    EXPECT_TRUE(res.reported) << r.log;
+    EXPECT_GT(res.registers, 0);
+    EXPECT_EQ(res.sharedBytes, 512);
+    EXPECT_EQ(res.spillStoreBytes + res.spillLoadBytes, 0);
+    EXPECT_EQ(res.params, 3);
+    EXPECT_EQ(res.maxThreads, 128);
+  }
+}
+
+} // namespace
+} // namespace tgc::emu

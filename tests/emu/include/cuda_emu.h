@@ -267,4 +267,8 @@ template <class... A> int parameterSizes(void (*)(A...), const unsigned **sizes)
 }
 } // namespace tgc_emu_detail
 
+#ifdef TGC_EMU_GPU_NUMERICS
+#include "cuda_emu_gpu_numerics.h"
+#endif
+
 #endif // TGC_CUDA_EMU_H

@@ -4,6 +4,10 @@
 #   tools/gpu-check.sh pack [OUT]   development machine (MLIR, NVRTC, no GPU
 #                                   needed): compiles everything the GPU
 #                                   machine runs into OUT (default gpu-check/)
+#   tools/gpu-check.sh closure [OUT]  checks that OUT needs no library beyond
+#                                   torch's and the base system's, < 64 MiB
+#   tools/gpu-check.sh binaries [OUT] the binaries and libraries alone, then
+#                                   closure (the ctest gpu_check.closure)
 #   tools/gpu-check.sh run [OUT]    GPU machine (torch 2.11.0, a driver; no
 #                                   MLIR, no network): the GPU tests, then one
 #                                   table of eager vs tgc vs torch.compile,
@@ -31,15 +35,60 @@ pack() {
       "$build/bin/$t" --gtest_brief=1 > "$out/$t.log" || { tail -20 "$out/$t.log"; exit 1; }
   done
   TGC_CACHE_DIR="$build/gpu-prepare-cache" "$build/bin/tgc-gpu-prepare" "$out/bench"
-  cp "$build/bin/tgc_gpu_corpus_tests" "$build/bin/tgc-bench-gpu" "$out/bin/"
-  cp "$build/lib/libtgc_runtime.so" "$out/lib/"
-  # Small Debian libraries tgc_runtime links that a GPU machine may lack.
-  for lib in libxxhash.so.0 libzstd.so.1; do
-    cp -L "$(ldconfig -p | awk -v l="$lib" '$1 == l {print $NF; exit}')" "$out/lib/"
-  done
+  pack_binaries "$build"
   cp "$repo/bench/gpu_compare.py" "$out/"
   echo "gpu-check: $(ls "$out/corpus" | wc -l) test cases, $(ls "$out/bench" | wc -l) workloads," \
        "$(du -sh "$out" | cut -f1) in $out (the carry limit is 64 MiB)"
+}
+
+# Libraries a machine with only torch 2.11+cu130 and a base system has: the
+# C/C++ runtime, and torch's lib/ (by name; the run puts it on the path).
+BASE_LIBS="libc.so.6 libm.so.6 libstdc++.so.6 libgcc_s.so.1 ld-linux-x86-64.so.2 libdl.so.2
+libpthread.so.0 librt.so.1"
+TORCH_LIBS="libtorch.so libtorch_cpu.so libtorch_cuda.so libc10.so libc10_cuda.so libgomp.so.1
+libtorch_global_deps.so"
+
+needed() { readelf -d "$1" 2> /dev/null | awk '/NEEDED/ {gsub(/[][]/, "", $5); print $5}'; }
+
+# The binaries, tgc_runtime, and every other library they need (transitively)
+# that is neither torch's nor the base system's, copied from this machine.
+pack_binaries() {
+  local build=$1 lib path todo
+  mkdir -p "$out/bin" "$out/lib"
+  cp "$build/bin/tgc_gpu_corpus_tests" "$build/bin/tgc-bench-gpu" "$out/bin/"
+  cp "$build/lib/libtgc_runtime.so" "$out/lib/"
+  todo="$out/bin/tgc_gpu_corpus_tests $out/bin/tgc-bench-gpu $out/lib/libtgc_runtime.so"
+  while [ -n "$todo" ]; do
+    local next=""
+    for f in $todo; do
+      for lib in $(needed "$f"); do
+        case " $BASE_LIBS $TORCH_LIBS " in *[[:space:]]$lib[[:space:]]*) continue ;; esac
+        [ -e "$out/lib/$lib" ] && continue
+        path=$(ldconfig -p | awk -v l="$lib" '$1 == l {print $NF; exit}')
+        [ -n "$path" ] || { echo "gpu-check: $f needs $lib, which this machine lacks" >&2; exit 1; }
+        cp -L "$path" "$out/lib/$lib"
+        next="$next $out/lib/$lib"
+      done
+    done
+    todo=$next
+  done
+}
+
+# Whether OUT runs where only torch and the base system are: every NEEDED of
+# every file in bin/ and lib/ is in lib/, torch's lib/ or the base system;
+# OUT under the carry limit of 64 MiB. Prints what is missing.
+closure() {
+  local bad=0 lib f size
+  for f in "$out"/bin/* "$out"/lib/*; do
+    for lib in $(needed "$f"); do
+      case " $BASE_LIBS $TORCH_LIBS " in *[[:space:]]$lib[[:space:]]*) continue ;; esac
+      [ -e "$out/lib/$lib" ] || { echo "gpu-check: $(basename "$f") needs $lib, not in $out/lib"; bad=1; }
+    done
+  done
+  size=$(du -sm "$out" | cut -f1)
+  [ "$size" -lt 64 ] || { echo "gpu-check: $out is $size MiB, over the 64 MiB carry limit"; bad=1; }
+  [ $bad -eq 0 ] && echo "gpu-check: closure ok: $(ls "$out/lib" | tr '\n' ' ')($size MiB)"
+  return $bad
 }
 
 # Reruns the corpus without the cases that failed until no case faults (at
@@ -118,7 +167,9 @@ run() {
 }
 
 case "$mode" in
-  pack) pack ;;
+  pack) pack; closure ;;
+  binaries) rm -rf "$out"; pack_binaries "${TGC_BUILD_DIR:-$repo/build}"; closure ;;
+  closure) closure ;;
   run) run ;;
-  *) sed -n '2,15p' "$0"; exit 2 ;;
+  *) sed -n '2,21p' "$0"; exit 2 ;;
 esac

@@ -2,6 +2,7 @@
 // pipeline for device "cuda" and every kernel of the Plan runs, as emitted,
 // in the emulator; results are compared with plain C++ references.
 #include "compiler/pipeline/Pipeline.h"
+#include "tests/emu/EmulatedGraph.h"
 #include "tests/emu/EmulatedPlan.h"
 
 #include <c10/util/BFloat16.h>
@@ -122,6 +123,8 @@ TEST_P(EmittedSkeleton, MatchesReference) {
   const int64_t rows = 300, cols = 77;
   PipelineResult r = runPipeline(skeleton(t, rows, cols));
   ASSERT_TRUE(r.ok) << r.error;
+  for (const char *arch : {"sm_80", "sm_90"}) // NVRTC builds it within a GPU\'s resources
+    EXPECT_EQ(compileAllWithNvrtc({r.plan}, arch), "") << arch;
   ASSERT_FALSE(r.plan.cudaSources.empty());
   for (unsigned maxGrid : {4u, 1u << 20}) {
     std::vector<std::vector<unsigned char>> bufs(r.plan.values.size());
@@ -168,6 +171,8 @@ TEST(EmittedKernels, NonContiguousInputAndMathFunctions) {
   s.outputs = {4};
   PipelineResult r = runPipeline(s);
   ASSERT_TRUE(r.ok) << r.error;
+  for (const char *arch : {"sm_80", "sm_90"}) // NVRTC builds it within a GPU\'s resources
+    EXPECT_EQ(compileAllWithNvrtc({r.plan}, arch), "") << arch;
   std::vector<std::vector<unsigned char>> bufs(r.plan.values.size());
   bufs[r.plan.inputs[0]] = randomBuffer(r.plan.values[r.plan.inputs[0]], 3);
   bufs[r.plan.inputs[1]] = randomBuffer(r.plan.values[r.plan.inputs[1]], 4);
@@ -199,6 +204,8 @@ TEST_P(EmittedVectorKernel, AlignedAndMisalignedBuffersMatch) {
   s.outputs = {3};
   PipelineResult r = runPipeline(s);
   ASSERT_TRUE(r.ok) << r.error;
+  for (const char *arch : {"sm_80", "sm_90"}) // NVRTC builds it within a GPU\'s resources
+    EXPECT_EQ(compileAllWithNvrtc({r.plan}, arch), "") << arch;
   ASSERT_NE(r.plan.cudaSources[0].find("tgc_vec<"), std::string::npos);
   const Plan &p = r.plan;
   for (size_t shift : {0, 1}) {

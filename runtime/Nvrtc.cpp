@@ -69,19 +69,18 @@ const NvrtcApi &api() {
 
 /// TGC_LOG=kernels: ptxas's register and spill report (-Xptxas=-v) of each
 /// compiled kernel; spills get their own line, since they cost bandwidth.
-void logSpills(const std::string &name, const std::string &arch, const std::string &report) {
+void logSpills(const std::string &name, const std::string &arch, const NvrtcResult &r) {
   if (!logEnabled("kernels"))
     return;
-  std::smatch m;
-  static const std::regex spill(R"((\d+) bytes spill stores, (\d+) bytes spill loads)");
-  static const std::regex regs(R"(Used (\d+) registers)");
+  KernelResources k = kernelResources(r, name);
   std::string line = "compiled " + name + " for " + arch;
-  if (std::regex_search(report, m, regs))
-    line += ": " + m[1].str() + " registers";
+  if (k.reported)
+    line += ": " + std::to_string(k.registers) + " registers";
   log("kernels", line);
-  if (std::regex_search(report, m, spill) && (m[1] != "0" || m[2] != "0"))
-    log("kernels", name + " spills registers: " + m[1].str() + " bytes stored, " + m[2].str() +
-                        " bytes loaded (" + arch + ")");
+  if (k.spillStoreBytes || k.spillLoadBytes)
+    log("kernels", name + " spills registers: " + std::to_string(k.spillStoreBytes) +
+                        " bytes stored, " + std::to_string(k.spillLoadBytes) + " bytes loaded (" +
+                        arch + ")");
 }
 
 } // namespace
@@ -237,7 +236,7 @@ NvrtcResult compileCudaUncached(const std::string &source, const std::string &na
     a.nvrtcDestroyProgram(&prog);
     return r;
   }
-  logSpills(name, arch, r.log);
+  logSpills(name, arch, r);
   size_t size = 0;
   if (a.nvrtcGetCUBINSize(prog, &size) == NVRTC_SUCCESS && size) {
     r.cubin.resize(size);

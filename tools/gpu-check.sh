@@ -49,6 +49,8 @@ TORCH_LIBS="libtorch.so libtorch_cpu.so libtorch_cuda.so libc10.so libc10_cuda.s
 libtorch_global_deps.so"
 
 needed() { readelf -d "$1" 2> /dev/null | awk '/NEEDED/ {gsub(/[][]/, "", $5); print $5}'; }
+# Whether the GPU machine provides library $1 (torch's or the base system's).
+provided() { case " $BASE_LIBS $TORCH_LIBS " in *[[:space:]]$1[[:space:]]*) return 0 ;; esac; return 1; }
 
 # The binaries, tgc_runtime, and every other library they need (transitively)
 # that is neither torch's nor the base system's, copied from this machine.
@@ -62,7 +64,7 @@ pack_binaries() {
     local next=""
     for f in $todo; do
       for lib in $(needed "$f"); do
-        case " $BASE_LIBS $TORCH_LIBS " in *[[:space:]]$lib[[:space:]]*) continue ;; esac
+        provided "$lib" && continue
         [ -e "$out/lib/$lib" ] && continue
         path=$(ldconfig -p | awk -v l="$lib" '$1 == l {print $NF; exit}')
         [ -n "$path" ] || { echo "gpu-check: $f needs $lib, which this machine lacks" >&2; exit 1; }
@@ -81,7 +83,7 @@ closure() {
   local bad=0 lib f size
   for f in "$out"/bin/* "$out"/lib/*; do
     for lib in $(needed "$f"); do
-      case " $BASE_LIBS $TORCH_LIBS " in *[[:space:]]$lib[[:space:]]*) continue ;; esac
+      provided "$lib" && continue
       [ -e "$out/lib/$lib" ] || { echo "gpu-check: $(basename "$f") needs $lib, not in $out/lib"; bad=1; }
     done
   done
